@@ -1,0 +1,119 @@
+"""Scaled dot-product attention and multi-head attention, built in Chapter 1."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .validate import check_bool_mask, check_broadcast, check_positive_int, check_rank
+
+
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V with an optional boolean keep-mask. Chapter 1.
+
+    q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v); mask broadcasts to
+    (..., T_q, T_k) with True = attend. Returns (output (..., T_q, d_v), weights (..., T_q, T_k)).
+    A query row whose keys are all masked gets zero weights and a zero output, never NaN.
+    """
+    check_rank("q", q, range(2, 6), "(..., T_q, d_k)")
+    check_rank("k", k, range(2, 6), "(..., T_k, d_k)")
+    check_rank("v", v, range(2, 6), "(..., T_k, d_v)")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share d_k (last dimension), got q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of keys T_k, got k {tuple(k.shape)} "
+            f"and v {tuple(v.shape)}"
+        )
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, d_k) x (..., d_k, T_k) -> (..., T_q, T_k)
+    if mask is not None:
+        check_bool_mask("mask", mask)
+        check_broadcast("mask", mask.shape, scores.shape, "the scores (..., T_q, T_k)")
+        any_kept = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1): rows with at least one key
+        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
+    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # fully masked rows become all zeros
+    return weights @ v, weights  # (..., T_q, T_k) x (..., T_k, d_v) -> (..., T_q, d_v)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: project, split into heads, attend, merge, project. Chapter 1."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("n_heads", n_heads)
+        if d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}"
+            )
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, d_model, bias=bias)
+        self.W_V = nn.Linear(d_model, d_model, bias=bias)
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, d_model) -> (B, h, T, d_k). Chapter 1."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, h, T, d_k) -> (B, T, d_model). Chapter 1."""
+        B, _, T, _ = x.shape
+        return x.transpose(1, 2).reshape(B, T, self.d_model)  # (B, T, h * d_k)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` (B, T_q, d_model) to ``key``/``value`` (B, T_k, d_model). Chapter 1.
+
+        key and value default to query (self-attention). Returns (output (B, T_q, d_model),
+        per-head weights (B, h, T_q, T_k), or None when need_weights=False, which takes
+        PyTorch's fused kernel: same maths, faster, used in training).
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            check_rank(name, x, 3, "(B, T, d_model)")
+            if x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
+                )
+        # 1) project and split into heads
+        q = self.split_heads(self.W_Q(query))  # (B, h, T_q, d_k)
+        k = self.split_heads(self.W_K(key))  # (B, h, T_k, d_k)
+        v = self.split_heads(self.W_V(value))  # (B, h, T_k, d_k)
+        # 2) attend in every head at once
+        if need_weights:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
+            weights_out: Tensor | None = weights
+            if self.training and self.dropout.p > 0:
+                out = self.dropout(weights) @ v  # dropout on the weights, as in the paper
+        else:
+            if mask is not None:
+                check_bool_mask("mask", mask)
+                check_broadcast(
+                    "mask", mask.shape, (q.shape[0], self.n_heads, q.shape[2], k.shape[2]),
+                    "the scores (B, h, T_q, T_k)",
+                )
+            p = self.dropout.p if self.training else 0.0
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            weights_out = None
+        # 3) merge heads and project
+        return self.W_O(self.merge_heads(out)), weights_out  # (B, T_q, d_model)

@@ -1,0 +1,133 @@
+"""Interactive figures that work with no kernel: pre-rendered frames behind range sliders.
+
+One explorer serves every chapter. Each combination of control values is rendered once to a
+PNG; the output is a self-contained HTML block (``<input type=range>`` controls, the frames as
+``<img>`` data URIs and a few lines of inline script), so the same output is a live control in
+Jupyter and in the static HTML book, and makes no request outside the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+import re
+from collections.abc import Callable, Sequence
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+_SCRIPT = """<script>
+(function () {
+  var root = document.getElementById("%(id)s");
+  if (!root || root.dataset.ready) { return; }
+  root.dataset.ready = "1";
+  var inputs = root.querySelectorAll("input[data-control]");
+  var labels = JSON.parse(root.getAttribute("data-labels"));
+  function show() {
+    var key = [];
+    inputs.forEach(function (inp, i) {
+      key.push(inp.value);
+      root.querySelector('output[data-control="' + i + '"]').textContent = labels[i][+inp.value];
+    });
+    key = key.join("-");
+    root.querySelectorAll("img[data-key]").forEach(function (img) {
+      img.style.display = img.getAttribute("data-key") === key ? "block" : "none";
+    });
+    root.setAttribute("data-shown", key);
+  }
+  inputs.forEach(function (inp) { inp.addEventListener("input", show); });
+  show();
+})();
+</script>"""
+
+
+def figure_to_png(fig: Figure, dpi: int = 80) -> bytes:
+    """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+class FrameExplorer:
+    """Pre-rendered frames behind one slider per control; displays as self-contained HTML."""
+
+    def __init__(
+        self,
+        uid: str,
+        controls: Sequence[tuple[str, Sequence[str]]],
+        frames: dict[tuple[int, ...], bytes],
+        caption: str = "",
+    ):
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
+            raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
+        if not controls:
+            raise ValueError("controls must name at least one control, got none")
+        expected = set(itertools.product(*(range(len(values)) for _, values in controls)))
+        if set(frames) != expected:
+            missing = sorted(expected - set(frames))[:3]
+            raise ValueError(
+                f"frames must have one PNG per combination of control values ({len(expected)}), "
+                f"got {len(frames)}; missing e.g. {missing}"
+            )
+        self.uid, self.controls, self.frames, self.caption = uid, list(controls), frames, caption
+
+    @property
+    def element_id(self) -> str:
+        """The id of the explorer's root element in the page (deterministic)."""
+        return f"cu-explorer-{self.uid}"
+
+    def _repr_html_(self) -> str:
+        labels = [[str(v) for v in values] for _, values in self.controls]
+        label_json = html.escape(repr(labels).replace("'", '"'))
+        rows = []
+        for i, (name, values) in enumerate(self.controls):
+            rows.append(
+                f'<label style="display:block;margin:4px 0">{html.escape(name)} '
+                f'<input type="range" data-control="{i}" min="0" max="{len(values) - 1}" step="1" '
+                f'value="0" aria-label="{html.escape(name)}" style="vertical-align:middle;width:14em"> '
+                f'<output data-control="{i}">{html.escape(str(values[0]))}</output></label>'
+            )
+        images = []
+        for key in sorted(self.frames):
+            data = base64.b64encode(self.frames[key]).decode("ascii")
+            k = "-".join(str(i) for i in key)
+            hidden = "" if all(i == 0 for i in key) else "display:none;"
+            images.append(
+                f'<img data-key="{k}" alt="{html.escape(self.caption or self.uid)} frame {k}" '
+                f'style="{hidden}max-width:100%" src="data:image/png;base64,{data}">'
+            )
+        caption = f'<p style="margin:4px 0"><em>{html.escape(self.caption)}</em></p>' if self.caption else ""
+        return (
+            f'<div class="cu-explorer" id="{self.element_id}" data-labels="{label_json}">'
+            + caption + "".join(rows) + "".join(images)
+            + _SCRIPT % {"id": self.element_id} + "</div>"
+        )
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{name} ({len(values)} values)" for name, values in self.controls)
+        return f"Interactive figure {self.uid!r}: {len(self.frames)} frames; controls: {parts}"
+
+
+def explore(
+    uid: str,
+    controls: Sequence[tuple[str, Sequence[object]]],
+    draw: Callable[..., Figure],
+    caption: str = "",
+    dpi: int = 80,
+) -> FrameExplorer:
+    """Render ``draw(*values)`` for every combination of control values into a FrameExplorer. Chapter 1.
+
+    ``controls`` is a list of (name, values); ``draw`` takes one value per control and returns
+    a matplotlib Figure. Keep the number of combinations small: every frame is stored.
+    """
+    frames: dict[tuple[int, ...], bytes] = {}
+    for key in itertools.product(*(range(len(values)) for _, values in controls)):
+        args = [controls[i][1][j] for i, j in enumerate(key)]
+        fig = draw(*args)
+        if not isinstance(fig, Figure):
+            raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
+        frames[key] = figure_to_png(fig, dpi=dpi)
+    return FrameExplorer(uid, [(name, [str(v) for v in values]) for name, values in controls], frames, caption)

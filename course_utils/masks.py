@@ -1,0 +1,57 @@
+"""Boolean keep-masks (True = attend, False = masked) for padding and causality. Chapter 4.
+
+Shapes: padding (B, 1, 1, T_k), causal (1, 1, T_q, T_k); combining them broadcasts to
+(B, 1, T_q, T_k), which broadcasts over the h heads of the scores (B, h, T_q, T_k).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .validate import check_bool_mask, check_positive_int, check_rank
+
+
+def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
+    """Keep-mask (1, 1, T, T): query i may attend to keys 0..i. Chapter 4."""
+    check_positive_int("T", T)
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril().view(1, 1, T, T)  # (1, 1, T, T)
+
+
+def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
+    """Keep-mask (B, 1, 1, T_k): True where ``tokens`` (B, T_k) is not padding. Chapter 4."""
+    check_rank("tokens", tokens, 2, "(B, T)")
+    if tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+        raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}")
+    B, T = tokens.shape
+    return (tokens != pad_id).view(B, 1, 1, T)  # (B, 1, 1, T_k)
+
+
+def combine_masks(*masks: Tensor | None) -> Tensor | None:
+    """Logical AND of keep-masks, broadcast together; None entries are skipped. Chapter 4."""
+    out: Tensor | None = None
+    for i, m in enumerate(masks):
+        if m is None:
+            continue
+        check_bool_mask(f"masks[{i}]", m)
+        if out is None:
+            out = m
+            continue
+        try:
+            torch.broadcast_shapes(out.shape, m.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"masks[{i}] of shape {tuple(m.shape)} does not broadcast with the masks "
+                f"before it, shape {tuple(out.shape)}"
+            ) from None
+        out = out & m
+    return out
+
+
+def decoder_mask(tgt_tokens: Tensor, pad_id: int) -> Tensor:
+    """Keep-mask (B, 1, T, T) for decoder self-attention: causal AND key padding. Chapter 4."""
+    check_rank("tgt_tokens", tgt_tokens, 2, "(B, T_tgt)")
+    T = tgt_tokens.shape[1]
+    mask = combine_masks(padding_mask(tgt_tokens, pad_id), causal_mask(T, tgt_tokens.device))
+    assert mask is not None
+    return mask  # (B, 1, 1, T) & (1, 1, T, T) -> (B, 1, T, T)

@@ -1,0 +1,92 @@
+"""The one heatmap helper for attention matrices (and other token-by-token grids)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from torch import Tensor
+
+
+def _as_array(weights: Tensor | np.ndarray, name: str) -> np.ndarray:
+    if isinstance(weights, Tensor):
+        weights = weights.detach().cpu().numpy()
+    if not isinstance(weights, np.ndarray):
+        raise TypeError(f"{name} must be a tensor or array, got {type(weights).__name__}")
+    return weights
+
+
+def attention_heatmap(
+    weights: Tensor | np.ndarray,
+    keys: Sequence[str] | None = None,
+    queries: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    annotate: bool = False,
+    vmin: float | None = 0.0,
+    vmax: float | None = 1.0,
+    cmap: str = "viridis",
+) -> Axes:
+    """Draw one (T_q, T_k) matrix with key labels on x and query labels on y. Chapter 1.
+
+    Set vmin/vmax to None for matrices that are not attention weights (scores, PE, masks).
+    """
+    w = _as_array(weights, "weights")
+    if w.ndim != 2:
+        raise ValueError(f"weights must be 2-D (T_q, T_k), got shape {w.shape}")
+    for name, labels, size in (("keys", keys, w.shape[1]), ("queries", queries, w.shape[0])):
+        if labels is not None and len(labels) != size:
+            raise ValueError(f"{name} must have {size} labels to match weights {w.shape}, got {len(labels)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.45 * w.shape[1] + 1.8, 0.45 * w.shape[0] + 1.2))
+    image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    if keys is not None:
+        ax.set_xticks(range(w.shape[1]), list(keys))
+    if queries is not None:
+        ax.set_yticks(range(w.shape[0]), list(queries))
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title, fontsize=10)
+    if annotate:
+        top = np.nanmax(np.abs(w)) if w.size else 1.0
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(w[i, j]) < 0.6 * top else "black")
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def attention_grid(
+    weights: Tensor | np.ndarray,
+    keys: Sequence[str] | None = None,
+    queries: Sequence[str] | None = None,
+    row_titles: Sequence[str] | None = None,
+    col_titles: Sequence[str] | None = None,
+    suptitle: str | None = None,
+    cell_size: float = 2.2,
+) -> Figure:
+    """Draw a (rows, cols, T_q, T_k) stack of attention matrices as a grid, e.g. layers x heads. Chapter 7."""
+    w = _as_array(weights, "weights")
+    if w.ndim != 4:
+        raise ValueError(f"weights must be 4-D (rows, cols, T_q, T_k), got shape {w.shape}")
+    rows, cols = w.shape[:2]
+    fig, axes = plt.subplots(rows, cols, figsize=(cell_size * cols + 0.5, cell_size * rows + 0.6), squeeze=False)
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r, c]
+            ax.imshow(w[r, c], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            ax.set_xticks(range(w.shape[3]), list(keys) if keys is not None else [], fontsize=7)
+            ax.set_yticks(range(w.shape[2]), list(queries) if queries is not None else [], fontsize=7)
+            if r == 0 and col_titles is not None:
+                ax.set_title(col_titles[c], fontsize=9)
+            if c == 0 and row_titles is not None:
+                ax.set_ylabel(row_titles[r], fontsize=9)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11)
+    fig.tight_layout()
+    return fig
