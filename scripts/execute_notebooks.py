@@ -17,18 +17,11 @@ def execute(path: Path, timeout: int = 600) -> float:
     """Run one notebook in place with its folder as working directory; return seconds taken."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    resources = {"metadata": {"path": str(path.parent)}}
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources).execute()
     seconds = time.perf_counter() - start
-    nb.metadata.pop("widgets", None) if not _has_widget_outputs(nb) else None
     nbformat.write(nb, path)
     return seconds
-
-
-def _has_widget_outputs(nb: nbformat.NotebookNode) -> bool:
-    return any(
-        "application/vnd.jupyter.widget-view+json" in out.get("data", {})
-        for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
-    )
 
 
 def main() -> None:
