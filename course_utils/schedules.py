@@ -1,0 +1,27 @@
+"""Learning-rate schedules: the paper's warm-up schedule and warm-up + cosine. Chapter 3 (used in Chapter 6)."""
+
+from __future__ import annotations
+
+import math
+
+from .validate import check_positive_int
+
+
+def vaswani_lr(step: int, d_model: int, warmup: int = 4000) -> float:
+    """lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step counted from 1. Chapter 3."""
+    check_positive_int("step", step)
+    check_positive_int("d_model", d_model)
+    check_positive_int("warmup", warmup)
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def warmup_cosine_lr(step: int, peak_lr: float, warmup: int, total: int, min_lr: float = 0.0) -> float:
+    """Linear warm-up to peak_lr over ``warmup`` steps, then cosine decay to min_lr at ``total``. Chapter 3."""
+    check_positive_int("step", step)
+    check_positive_int("total", total)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < total:
+        raise ValueError(f"warmup must be an int in [0, total={total}), got {warmup!r}")
+    if step <= warmup:
+        return peak_lr * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
