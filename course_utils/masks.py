@@ -21,8 +21,10 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
 def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """Keep-mask (B, 1, 1, T_k): True where ``tokens`` (B, T_k) is not padding. Chapter 4."""
     check_rank("tokens", tokens, 2, "(B, T)")
-    if tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}")
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
+        raise TypeError(f"pad_id must be an int token id, got {type(pad_id).__name__} {pad_id!r}")
     B, T = tokens.shape
     return (tokens != pad_id).view(B, 1, 1, T)  # (B, 1, 1, T_k)
 
@@ -55,3 +57,23 @@ def decoder_mask(tgt_tokens: Tensor, pad_id: int) -> Tensor:
     mask = combine_masks(padding_mask(tgt_tokens, pad_id), causal_mask(T, tgt_tokens.device))
     assert mask is not None
     return mask  # (B, 1, 1, T) & (1, 1, T, T) -> (B, 1, T, T)
+
+
+def mask_to_text(mask: Tensor, keep: str = "1", drop: str = "0") -> str:
+    """A keep-mask as rows of text, one row per query, ``keep`` where True. Chapter 4.
+
+    Leading dimensions of size 1 are dropped, so (1, 1, T_q, T_k) prints as a (T_q, T_k) grid;
+    a mask with more than 2 dimensions left must be indexed first (e.g. ``mask[b, 0]``).
+    """
+    check_bool_mask("mask", mask)
+    m = mask
+    while m.dim() > 2 and m.shape[0] == 1:
+        m = m[0]
+    if m.dim() == 1:
+        m = m.view(1, -1)  # (T_k,) -> (1, T_k)
+    if m.dim() != 2:
+        raise ValueError(
+            f"mask must reduce to 2 dimensions (T_q, T_k) after dropping leading size-1 dimensions, "
+            f"got shape {tuple(mask.shape)}; index a batch element first, e.g. mask[0, 0]"
+        )
+    return "\n".join(" ".join(keep if bool(v) else drop for v in row) for row in m.tolist())

@@ -1,0 +1,168 @@
+"""Checkers for the exercises of Chapter 4 (masking).
+
+Convention checked everywhere: boolean keep-mask, True = attend, False = masked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..attention import scaled_dot_product_attention
+from ..masks import causal_mask, combine_masks, padding_mask
+from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+
+_CONVENTION = "The course's convention is a boolean keep-mask: True = attend, False = masked."
+
+
+def _expect_bool(got: Any, what: str) -> Tensor:
+    got = expect_tensor(got, what)
+    if got.dtype != torch.bool:
+        raise CheckFailed(
+            f"{what} has dtype {got.dtype}, not torch.bool. Did you build a float 0/1 matrix? "
+            f"Use dtype=torch.bool (or compare, e.g. tokens != pad_id). {_CONVENTION}"
+        )
+    return got
+
+
+def _expect_equal_mask(got: Tensor, want: Tensor, what: str, mistakes: dict[str, Tensor]) -> None:
+    """Compare two boolean masks of the same shape; name a known mistake when one matches."""
+    if torch.equal(got, want):
+        return
+    for hint, wrong in mistakes.items():
+        if wrong.shape == got.shape and torch.equal(got, wrong):
+            raise CheckFailed(f"{what} is not right. {hint}")
+    where = tuple(int(i) for i in torch.nonzero(got != want)[0])
+    raise CheckFailed(
+        f"{what} differs from the reference at index {where} (got {bool(got[where])}, "
+        f"expected {bool(want[where])}). {_CONVENTION}"
+    )
+
+
+@checker("4.1", "causal mask")
+def check_causal_mask(fn: Callable[[int], Tensor]) -> str:
+    """Check ``fn(T)`` returns the (1, 1, T, T) boolean causal keep-mask."""
+    for T in (1, 2, 5, 8):
+        got = call_student(fn, T, what="your causal_mask")
+        got = expect_tensor(got, f"causal_mask({T})")
+        want = causal_mask(T)
+        if tuple(got.shape) != (1, 1, T, T):
+            hint = ""
+            if tuple(got.shape) == (T, T):
+                hint = " Add batch and head dimensions with .view(1, 1, T, T) so it broadcasts against (B, h, T, T)."
+            raise CheckFailed(f"causal_mask({T}) should have shape (1, 1, {T}, {T}), got {tuple(got.shape)}.{hint}")
+        got = _expect_bool(got, f"causal_mask({T})")
+        full = torch.ones(T, T, dtype=torch.bool)
+        _expect_equal_mask(got, want, f"causal_mask({T})", {
+            "It is upper-triangular: query i may see keys 0..i (the past), so keep the lower triangle (tril).":
+                full.triu().view(1, 1, T, T),
+            "The diagonal is masked: a position may attend to itself. Use tril() with diagonal=0.":
+                full.tril(-1).view(1, 1, T, T),
+            f"It is inverted: True marks the future here. {_CONVENTION}":
+                full.triu(1).view(1, 1, T, T),
+        })
+    return "Lower triangle including the diagonal, shape (1, 1, T, T)."
+
+
+@checker("4.2", "padding mask")
+def check_padding_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
+    """Check ``fn(tokens, pad_id)`` returns the (B, 1, 1, T) boolean key-padding keep-mask."""
+    g = torch.Generator().manual_seed(4)
+    cases = [(torch.tensor([[5, 6, 7, 8, 9], [3, 4, 2, 0, 0], [7, 1, 0, 0, 0]]), 0),
+             (torch.tensor([[2, 9, 9]]), 9)]
+    for B, T, pad_id in ((4, 6, 0), (2, 1, 3)):
+        tokens = torch.randint(0, 5, (B, T), generator=g)
+        cases.append((tokens, pad_id))
+    for tokens, pad_id in cases:
+        B, T = tokens.shape
+        what = f"padding_mask for tokens of shape ({B}, {T})"
+        got = expect_tensor(call_student(fn, tokens.clone(), pad_id, what="your padding_mask"), what)
+        if tuple(got.shape) != (B, 1, 1, T):
+            hint = ""
+            if tuple(got.shape) == (B, T):
+                hint = " Reshape with .view(B, 1, 1, T): one slot for heads and one for queries, keys last."
+            elif tuple(got.shape) == (B, 1, T, 1):
+                hint = " The padding is on the keys, the last axis: use (B, 1, 1, T), not (B, 1, T, 1)."
+            raise CheckFailed(f"{what} should have shape ({B}, 1, 1, {T}), got {tuple(got.shape)}.{hint}")
+        got = _expect_bool(got, what)
+        want = padding_mask(tokens, pad_id)
+        _expect_equal_mask(got, want, what, {
+            f"It is inverted: True marks the padding. {_CONVENTION}": ~want,
+            "It does not depend on pad_id: compare with the pad_id argument, not a fixed 0.":
+                (tokens != 0).view(B, 1, 1, T),
+        })
+    return "Shape (B, 1, 1, T_k), True on real tokens."
+
+
+@checker("4.3", "decoder mask (padding AND causal)")
+def check_combine(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
+    """Check ``fn(pad_mask, causal)`` returns their broadcast AND, shape (B, 1, T, T)."""
+    g = torch.Generator().manual_seed(43)
+    for B, T in ((3, 5), (1, 1), (2, 4)):
+        tokens = torch.randint(1, 6, (B, T), generator=g)
+        lengths = torch.randint(1, T + 1, (B,), generator=g)
+        tokens[torch.arange(T).view(1, T) >= lengths.view(B, 1)] = 0  # right padding
+        if B > 1:
+            tokens[-1, 0] = 0  # one sequence with a padded first position: a fully masked row
+        pad, causal = padding_mask(tokens, 0), causal_mask(T)
+        what = f"the combined mask for B={B}, T={T}"
+        got = expect_tensor(call_student(fn, pad.clone(), causal.clone(), what="your combine"), what)
+        if tuple(got.shape) != (B, 1, T, T):
+            raise CheckFailed(
+                f"{what} should have shape ({B}, 1, {T}, {T}) from (B, 1, 1, T) & (1, 1, T, T), "
+                f"got {tuple(got.shape)}. Let broadcasting do it: pad & causal."
+            )
+        got = _expect_bool(got, what)
+        want = combine_masks(pad, causal)
+        assert want is not None
+        _expect_equal_mask(got, want, what, {
+            "It uses OR: a key must be allowed by BOTH masks (real token AND not in the future), so use &.":
+                pad | causal,
+            "It ignores the padding mask: combine both with &.": causal.expand(B, 1, T, T),
+            "It ignores the causal mask: combine both with &.": pad.expand(B, 1, T, T),
+        })
+    return "Shape (B, 1, T, T): (B, 1, 1, T) & (1, 1, T, T)."
+
+
+@checker("4.4", "masked softmax without NaN")
+def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
+    """Check ``fn(scores, mask)`` is softmax over kept keys, with all-zero rows where all keys are masked."""
+    g = torch.Generator().manual_seed(44)
+    B, h, T = 2, 2, 4
+    scores = torch.randn(B, h, T, T, generator=g) * 3
+    tokens = torch.tensor([[4, 5, 6, 0], [0, 7, 8, 0]])  # second sequence starts with padding
+    mask = combine_masks(padding_mask(tokens, 0), causal_mask(T))
+    assert mask is not None
+    cases = [(scores, mask), (scores[:1, :1, :1, :1], torch.zeros(1, 1, 1, 1, dtype=torch.bool)),
+             (scores[:, :, :3, :3], causal_mask(3))]
+    for s, m in cases:
+        got = call_student(fn, s.clone(), m.clone(), what="your masked_softmax")
+        got = expect_tensor(got, "masked_softmax", s.shape)
+        n = m.shape[-1]
+        eye = torch.eye(n)
+        # reference: the course's attention with q = s * sqrt(d_k) and k = I, so q k^T / sqrt(d_k) = s
+        _, want = scaled_dot_product_attention(s * math.sqrt(n), eye, eye, m)  # (..., T_q, T_k)
+        full = ~m.any(dim=-1, keepdim=True).expand_as(want)
+        if torch.isnan(got).any():
+            raise CheckFailed(
+                "masked_softmax returns NaN. A row whose keys are all masked is softmax of all -inf: "
+                "exp(-inf)/sum = 0/0. Give such rows zeros (e.g. detect them with mask.any(-1) "
+                "and fill them before or after the softmax)."
+            )
+        expect_close(got, want, "masked_softmax", mistakes={
+            "Fully masked rows should be all zeros, not uniform: did you use a large negative number "
+            "(e.g. -1e9) and stop there? Zero those rows after the softmax.":
+                torch.where(full, torch.full_like(want, 1.0 / n), want),
+            f"The mask looks inverted: masked keys got the weight. {_CONVENTION}":
+                torch.softmax(s.masked_fill(m, float("-inf")), dim=-1).nan_to_num(0.0).masked_fill(m, 0.0),
+            "Masked scores were set to 0, not -inf: a score of 0 still gets weight exp(0) > 0.":
+                torch.softmax(s.masked_fill(~m, 0.0), dim=-1),
+            "Masked weights were zeroed after a plain softmax but the rows were not renormalised: "
+            "mask the scores with -inf before the softmax.":
+                torch.softmax(s, dim=-1).masked_fill(~m, 0.0),
+        })
+    return "Kept rows sum to 1 and fully masked rows are zeros, like course_utils.attention."
