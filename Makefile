@@ -1,0 +1,52 @@
+# Two commands do everything on a fresh machine (Python 3.11 and make):
+#   make book   - set up .venv, install the pinned stack, build the HTML book into _build/html
+#   make test   - same set-up, then ruff, unit tests, nbval, strict build and the browser check
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+MATHJAX_VERSION := 3.2.2
+MATHJAX := .vendor/static/vendor/mathjax/tex-chtml.js
+NB ?= chapters/*.ipynb
+
+.PHONY: book test lab student execute setup vendor clean bench
+
+## set-up: create the virtual environment if missing and install exactly requirements.txt
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+## MathJax is served from the site itself: fetched from the npm registry, never committed
+vendor: $(MATHJAX)
+
+$(MATHJAX):
+	bash scripts/fetch_mathjax.sh $(MATHJAX_VERSION) .vendor
+
+book: $(STAMP) $(MATHJAX)
+	$(BIN)/jupyter-book build . -W --keep-going
+	@echo
+	@echo "Book built. Open this file in a browser:"
+	@echo "  file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP) $(MATHJAX)
+	bash scripts/test_all.sh
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab chapters/
+
+student: $(STAMP)
+	$(BIN)/python -m course_utils.student chapters/*.ipynb --out student
+
+execute: $(STAMP)
+	$(BIN)/python scripts/execute_notebooks.py $(NB)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/reversal.py --reference
+
+clean:
+	rm -rf _build reports student

@@ -1,0 +1,60 @@
+"""Print the summary of `make test` from the JUnit reports and the build log; exit 1 if anything failed.
+
+Usage: python scripts/test_summary.py [names of failed steps...]
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPORTS = Path("reports")
+
+
+def junit_counts(name: str) -> tuple[int, int, int]:
+    """(passed, failed, skipped) from reports/<name>.xml, zeros when it is missing."""
+    path = REPORTS / f"{name}.xml"
+    if not path.exists():
+        return 0, 0, 0
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    total = sum(int(s.get("tests", 0)) for s in suites)
+    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return total - failed - skipped, failed, skipped
+
+
+def build_warnings() -> str:
+    """Number of warnings in the book build log, or 'not built'."""
+    log = REPORTS / "build.log"
+    if not log.exists():
+        return "not built"
+    text = log.read_text(errors="replace")
+    return str(len(re.findall(r"WARNING|ERROR", text)))
+
+
+def main() -> None:
+    failed_steps = sys.argv[1:]
+    rows = [
+        ("unit tests", *junit_counts("unit")),
+        ("nbval notebook cells", *junit_counts("nbval")),
+        ("pages checked in the browser", *junit_counts("browser")),
+    ]
+    print("\n================ make test summary ================")
+    total_passed = total_failed = 0
+    for label, passed, failed, skipped in rows:
+        extra = f", {skipped} skipped" if skipped else ""
+        print(f"{label:<30} {passed} passed, {failed} failed{extra}")
+        total_passed += passed
+        total_failed += failed
+    print(f"{'book build warnings':<30} {build_warnings()}")
+    print(f"{'failed steps':<30} {', '.join(failed_steps) if failed_steps else 'none'}")
+    print("===================================================")
+    print(f"{total_passed} passed, {total_failed + len(failed_steps)} failed")
+    sys.exit(1 if failed_steps or total_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
