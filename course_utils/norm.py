@@ -1,11 +1,21 @@
-"""Layer normalisation from scratch. Chapter 3."""
+"""Layer normalisation from scratch, residual sublayers (pre-LN and post-LN), padding-aware statistics. Chapter 3."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
-from .validate import check_positive_int, check_tensor
+from .validate import check_positive_int, check_rank, check_tensor
+
+PLACEMENTS = ("post", "pre")
+
+
+def _check_eps(eps: object) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ValueError(f"eps must be a positive float, got {eps!r}")
+    return float(eps)
 
 
 class LayerNorm(nn.Module):
@@ -14,17 +24,63 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
-        self.eps = eps
+        self.eps = _check_eps(eps)
         self.gamma = nn.Parameter(torch.ones(d_model))
         self.beta = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: Tensor) -> Tensor:
         """x: (..., d_model) -> (..., d_model), each token with mean 0 and std 1 before gamma/beta."""
         check_tensor("x", x)
-        if x.shape[-1] != self.d_model:
+        if x.dim() == 0 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased like nn.LayerNorm
         return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+
+
+def residual_sublayer(
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], placement: str = "post"
+) -> Tensor:
+    """Post-LN ``norm(x + sublayer(x))`` (the paper) or pre-LN ``x + sublayer(norm(x))``. Chapter 3."""
+    check_tensor("x", x)
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be 'post' or 'pre', got {placement!r}")
+    if placement == "post":
+        return norm(x + sublayer(x))  # normalise the sum: the residual stream passes through every LN
+    return x + sublayer(norm(x))  # normalise the sublayer's input only: the identity path stays clean
+
+
+class SublayerConnection(nn.Module):
+    """A residual connection around any sublayer, with its own LayerNorm placed 'post' or 'pre'. Chapter 3."""
+
+    def __init__(self, d_model: int, placement: str = "post", eps: float = 1e-5):
+        super().__init__()
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be 'post' or 'pre', got {placement!r}")
+        self.placement = placement
+        self.norm = LayerNorm(d_model, eps)
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        return residual_sublayer(x, sublayer, self.norm, self.placement)
+
+
+def masked_feature_stats(x: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
+    """Per-feature mean and biased variance over the real (keep=True) tokens of a padded batch. Chapter 3.
+
+    x: (B, T, d_model), keep: (B, T) boolean, True = real token. Returns (mean (d_model,), var (d_model,)).
+    """
+    check_rank("x", x, 3, "(B, T, d_model)")
+    check_rank("keep", keep, 2, "(B, T)")
+    if keep.dtype != torch.bool:
+        raise TypeError(f"keep must be a boolean tensor (True = real token), got dtype {keep.dtype}")
+    if tuple(keep.shape) != tuple(x.shape[:2]):
+        raise ValueError(f"keep must have shape (B, T) = {tuple(x.shape[:2])}, got {tuple(keep.shape)}")
+    if not keep.any():
+        raise ValueError("keep has no True entry: there are no real tokens to average over")
+    tokens = x[keep]  # (n_real, d_model)
+    mean = tokens.mean(dim=0)  # (d_model,)
+    var = tokens.var(dim=0, unbiased=False)  # (d_model,), biased like BatchNorm's normalisation
+    return mean, var

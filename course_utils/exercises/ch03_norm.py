@@ -1,0 +1,193 @@
+"""Checkers for the exercises of Chapter 3 (layer normalisation and residual connections).
+
+Each checker runs the learner's function on seeded random and edge-case inputs, compares with
+the reference in :mod:`course_utils.norm` / :mod:`course_utils.schedules`, and names the likely
+mistake when the answer matches what a typical wrong implementation would return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from numbers import Real
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..norm import masked_feature_stats, residual_sublayer
+from ..schedules import vaswani_lr
+from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+
+__all__ = ["check_layer_norm", "check_masked_stats", "check_residual_sublayer", "check_vaswani_lr"]
+
+
+# ---------------------------------------------------------------- 3.1 layer norm
+def _ln(x: Tensor, gamma: Tensor, beta: Tensor, eps: float, dim: int = -1, unbiased: bool = False,
+        eps_outside: bool = False, affine: bool = True) -> Tensor:
+    """Layer norm with one deliberate change (which dim, which variance, where eps goes, gamma/beta)."""
+    mean = x.mean(dim=dim, keepdim=True)
+    var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
+    y = (x - mean) / (var.sqrt() + eps if eps_outside else (var + eps).sqrt())
+    return gamma * y + beta if affine else y
+
+
+@checker("3.1", "layer norm from scratch")
+def check_layer_norm(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]) -> str:
+    """Check ``fn(x, gamma, beta, eps)``: layer norm over the last dimension of ``x``. Chapter 3."""
+    g = torch.Generator().manual_seed(31)
+    cases = [
+        (torch.randn(4, 6, 8, generator=g) * 0.01 + 0.3, 1e-5),  # tiny variance: where eps sits matters
+        (torch.randn(5, 8, generator=g) * 2 - 1, 0.1),  # 2-D input, a large eps
+        (torch.randn(3, 2, 4, 16, generator=g) * 3, 1e-5),  # 4-D input: always the last dimension
+        (torch.randn(1, 1, 8, generator=g), 1e-5),  # batch of 1, a single token
+    ]
+    for x, eps in cases:
+        d = x.shape[-1]
+        gamma, beta = torch.rand(d, generator=g) + 0.5, torch.randn(d, generator=g)
+        got = call_student(fn, x.clone(), gamma.clone(), beta.clone(), eps, what="my_layer_norm")
+        want = _ln(x, gamma, beta, eps)
+        mistakes = {
+            "Is eps inside the sqrt? Use (x - mean) / sqrt(var + eps), not / (sqrt(var) + eps).":
+                _ln(x, gamma, beta, eps, eps_outside=True),
+            "Use the biased variance (divide by d_model, unbiased=False), as nn.LayerNorm does.":
+                _ln(x, gamma, beta, eps, unbiased=True),
+            "Did you forget gamma and beta? Scale by gamma and shift by beta after normalising.":
+                _ln(x, gamma, beta, eps, affine=False),
+        }
+        if x.dim() > 1 and x.shape[0] > 1:
+            mistakes["Normalise each token over its features (dim=-1), not over the batch (dim=0)."] = (
+                _ln(x, gamma, beta, eps, dim=0)
+            )
+        if x.dim() > 2:
+            mistakes["Normalise over the last dimension (features), not over dim=1."] = _ln(x, gamma, beta, eps, dim=1)
+        expect_close(got, want, f"my_layer_norm on an input of shape {tuple(x.shape)} with eps={eps}", mistakes)
+    return "Each token now has mean 0 and std 1 before gamma and beta."
+
+
+# ---------------------------------------------------------------- 3.2 residual sublayer
+@checker("3.2", "post-LN and pre-LN residual sublayer")
+def check_residual_sublayer(fn: Callable[[Tensor, Callable, Callable, str], Tensor]) -> str:
+    """Check ``fn(x, sublayer, norm, placement)`` for placement 'post' and 'pre'. Chapter 3."""
+    g = torch.Generator().manual_seed(32)
+    d = 8
+    with torch.no_grad():
+        lin = nn.Linear(d, d)
+        lin.weight.copy_(torch.randn(d, d, generator=g) / d**0.5)
+        lin.bias.copy_(torch.randn(d, generator=g))
+        norm = nn.LayerNorm(d)
+        norm.weight.copy_(torch.rand(d, generator=g) + 0.5)
+        norm.bias.copy_(torch.randn(d, generator=g))
+
+    def sublayer(t: Tensor) -> Tensor:
+        return torch.relu(lin(t)) * 2.0
+
+    for shape in [(2, 5, d), (1, 1, d)]:
+        x = torch.randn(*shape, generator=g) * 3 + 1
+        with torch.no_grad():
+            post, pre = residual_sublayer(x, sublayer, norm, "post"), residual_sublayer(x, sublayer, norm, "pre")
+            for placement, want in (("post", post), ("pre", pre)):
+                got = call_student(fn, x.clone(), sublayer, norm, placement, what=f"my_sublayer(..., '{placement}')")
+                other = pre if placement == "post" else post
+                mistakes = {
+                    f"You returned the {'pre' if placement == 'post' else 'post'}-LN result for placement="
+                    f"'{placement}'. Post-LN: norm(x + sublayer(x)); pre-LN: x + sublayer(norm(x)).": other,
+                    "Did you forget the residual? Add x back: the identity path is the point of the exercise.":
+                        norm(sublayer(x)) if placement == "post" else sublayer(norm(x)),
+                }
+                if placement == "post":
+                    mistakes["Post-LN normalises the sum x + sublayer(x), not only the sublayer's output."] = (
+                        x + norm(sublayer(x))
+                    )
+                else:
+                    mistakes["Pre-LN adds the raw x back, not norm(x): x + sublayer(norm(x))."] = (
+                        norm(x) + sublayer(norm(x))
+                    )
+                    mistakes["Pre-LN normalises the sublayer's input, then adds x; no norm after the sum."] = (
+                        norm(x + sublayer(norm(x)))
+                    )
+                expect_close(got, want, f"my_sublayer with placement='{placement}' on shape {shape}", mistakes)
+    return "Post-LN normalises the sum; pre-LN keeps the identity path free of norms."
+
+
+# ---------------------------------------------------------------- 3.3 Vaswani schedule
+def _lr_table(fn: Callable[..., Any], steps: list[int], d_model: int, warmup: int) -> Tensor:
+    values = []
+    for step in steps:
+        try:
+            lr = call_student(fn, step, d_model, warmup, what=f"my_lr(step={step}, d_model={d_model}, warmup={warmup})")
+        except CheckFailed as failure:
+            if "ZeroDivisionError" in str(failure) or "math domain error" in str(failure):
+                raise CheckFailed(
+                    f"{failure}. Steps count from 1 (the first update is step 1); did you use step - 1?"
+                ) from None
+            raise
+        if isinstance(lr, Tensor) and lr.numel() == 1:
+            lr = lr.item()
+        if isinstance(lr, bool) or not isinstance(lr, Real):
+            raise CheckFailed(f"my_lr should return a number (float), got {type(lr).__name__} {lr!r}")
+        values.append(float(lr))
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def _lr_formula(step: int, d_model: int, warmup: int, shift: int = 0, warm_exp: float = -1.5,
+                decay_exp: float = -0.5, scaled: bool = True, pick: Callable[..., float] = min) -> float:
+    """The schedule with one deliberate change (step shifted, an exponent, the d_model factor, min/max)."""
+    s = step + shift
+    if s <= 0:
+        return 0.0  # what min(inf, 0) gives when a tensor step of 0 is raised to -0.5
+    return (d_model**-0.5 if scaled else 1.0) * pick(s**decay_exp, s * warmup**warm_exp)
+
+
+@checker("3.3", "the paper's warm-up schedule")
+def check_vaswani_lr(fn: Callable[[int, int, int], float]) -> str:
+    """Check ``fn(step, d_model, warmup)`` against lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). Chapter 3."""
+    variants: dict[str, dict[str, Any]] = {
+        "Off by one: steps count from 1, so use step itself, not step + 1.": {"shift": 1},
+        "Off by one: steps count from 1, so use step itself, not step - 1.": {"shift": -1},
+        "Check the warm-up exponent: the rising part is step * warmup^-1.5, not warmup^-0.5.": {"warm_exp": -0.5},
+        "Check the decay exponent: after warm-up lr falls like step^-0.5 (inverse square root).": {"decay_exp": -1.5},
+        "Did you forget the factor d_model^-0.5 in front?": {"scaled": False},
+        "Use min, not max: the schedule is the smaller of the two pieces.": {"pick": max},
+    }
+    for d_model, warmup in [(512, 4000), (64, 10), (16, 2)]:
+        steps = sorted({1, 2, 3, max(1, warmup // 2), warmup, warmup + 1, 3 * warmup, 50 * warmup})
+        got = _lr_table(fn, steps, d_model, warmup)
+        want = torch.tensor([vaswani_lr(s, d_model, warmup) for s in steps], dtype=torch.float64)
+        mistakes = {
+            hint: torch.tensor([_lr_formula(s, d_model, warmup, **change) for s in steps], dtype=torch.float64)
+            for hint, change in variants.items()
+        }
+        expect_close(got, want, f"my_lr at steps {steps} (d_model={d_model}, warmup={warmup})", mistakes,
+                     atol=1e-12, rtol=1e-6)
+    return f"Peak at step = warmup, e.g. {vaswani_lr(4000, 512, 4000):.3g} for d_model=512, warmup=4000."
+
+
+# ---------------------------------------------------------------- 3.4 padding-aware statistics
+@checker("3.4", "batch statistics without the padding")
+def check_masked_stats(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]) -> str:
+    """Check ``fn(x, keep)``: per-feature (mean, var) over real tokens only of a padded batch. Chapter 3."""
+    g = torch.Generator().manual_seed(34)
+    for lengths, T, d in [([5, 2, 4], 5, 6), ([3], 6, 4), ([1, 1], 3, 5)]:
+        B = len(lengths)
+        keep = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (B, T), True = real token
+        pad = torch.randn(d, generator=g) + 2.0  # the embedding of the pad token
+        x = torch.where(keep[..., None], torch.randn(B, T, d, generator=g) * 1.5 + 0.5, pad)  # (B, T, d)
+        got = call_student(fn, x.clone(), keep.clone(), what="my_masked_stats")
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailed(f"my_masked_stats should return a pair (mean, var), got {type(got).__name__}")
+        mean, var = masked_feature_stats(x, keep)
+        flat, n = x.reshape(-1, d), keep.sum()
+        mean_wrong_count = (x * keep[..., None]).sum((0, 1)) / (B * T)
+        what = f"on lengths {lengths} padded to T={T}"
+        expect_tensor(got[0], f"the mean {what}", (d,))
+        expect_close(got[0], mean, f"the mean {what}", {
+            "The mean includes the pad positions: average over the real tokens only (x[keep]).": flat.mean(0),
+            "Divide by the number of real tokens (keep.sum()), not by B * T.": mean_wrong_count,
+            "Average over the tokens (dim=0 of x[keep]), per feature.": x[keep].mean(0) * 0 + x[keep].mean(),
+        })
+        expect_close(got[1], var, f"the variance {what}", {
+            "The variance includes the pad positions: use the real tokens only.": flat.var(0, unbiased=False),
+            "Use the biased variance (divide by the number of real tokens, unbiased=False), as BatchNorm does "
+            "when it normalises.": x[keep].var(0, unbiased=True) if n > 1 else var * float("nan"),
+        })
+    return "Pads no longer pull the statistics towards the pad embedding."

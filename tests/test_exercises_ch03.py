@@ -1,0 +1,170 @@
+"""Chapter 3 checkers: each passes the reference, names realistic mistakes, and reports a stub as not done."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_utils.exercises import ch03_norm
+from course_utils.exercises.ch03_norm import (
+    check_layer_norm,
+    check_masked_stats,
+    check_residual_sublayer,
+    check_vaswani_lr,
+)
+from course_utils.student import BEGIN, stub_source
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "03_layernorm_residuals.ipynb"
+
+
+def fails_with(result, hint: str) -> None:
+    assert not result.passed, result.message
+    assert hint in result.message, result.message
+
+
+# ---------------------------------------------------------------- 3.1
+def ln_ref(x, gamma, beta, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
+
+
+def test_layer_norm_passes_reference_and_torch():
+    assert check_layer_norm(ln_ref).passed
+    assert check_layer_norm(lambda x, g, b, eps: torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, eps)).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps) + b,
+         "eps inside the sqrt"),
+        (lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b,
+         "biased variance"),
+        (lambda x, g, b, eps: g * (x - x.mean(0, keepdim=True))
+         / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps) + b, "not over the batch (dim=0)"),
+        (lambda x, g, b, eps: ln_ref(x, torch.ones_like(g), torch.zeros_like(b), eps), "forget gamma and beta"),
+        (lambda x, g, b, eps: ln_ref(x, g, b, eps) * 1.01, "largest difference"),
+    ],
+)
+def test_layer_norm_names_mistakes(wrong, hint):
+    fails_with(check_layer_norm(wrong), hint)
+
+
+def test_layer_norm_crash_is_readable():
+    def crashes(x, g, b, eps):
+        return x @ torch.ones(3)
+
+    fails_with(check_layer_norm(crashes), "my_layer_norm raised RuntimeError")
+
+
+# ---------------------------------------------------------------- 3.2
+def sublayer_ref(x, sublayer, norm, placement):
+    return norm(x + sublayer(x)) if placement == "post" else x + sublayer(norm(x))
+
+
+def test_residual_sublayer_passes_reference():
+    assert check_residual_sublayer(sublayer_ref).passed
+    assert check_residual_sublayer(ch03_norm.residual_sublayer).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, f, n, p: sublayer_ref(x, f, n, "pre" if p == "post" else "post"), "You returned the pre-LN result"),
+        (lambda x, f, n, p: n(f(x)) if p == "post" else f(n(x)), "forget the residual"),
+        (lambda x, f, n, p: x + n(f(x)) if p == "post" else x + f(n(x)), "normalises the sum"),
+        (lambda x, f, n, p: n(x + f(x)) if p == "post" else n(x) + f(n(x)), "adds the raw x back"),
+        (lambda x, f, n, p: n(x + f(x)) if p == "post" else n(x + f(n(x))), "no norm after the sum"),
+    ],
+)
+def test_residual_sublayer_names_mistakes(wrong, hint):
+    fails_with(check_residual_sublayer(wrong), hint)
+
+
+# ---------------------------------------------------------------- 3.3
+def lr_ref(step, d_model, warmup):
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def test_vaswani_lr_passes_reference():
+    assert check_vaswani_lr(lr_ref).passed
+    assert check_vaswani_lr(lambda s, d, w: torch.tensor(lr_ref(s, d, w))).passed  # a 0-d tensor is fine
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda s, d, w: lr_ref(s + 1, d, w), "not step + 1"),
+        (lambda s, d, w: lr_ref(s - 1, d, w), "did you use step - 1"),  # 0 ** -0.5 raises in Python
+        (lambda s, d, w: float(d**-0.5 * torch.minimum(torch.tensor(s - 1.0) ** -0.5, torch.tensor((s - 1.0)
+                                                                                                     * w**-1.5))),
+         "not step - 1"),  # with tensors, step 0 gives min(inf, 0) = 0 instead of a crash
+        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "warm-up exponent"),
+        (lambda s, d, w: d**-0.5 * min(s**-1.5, s * w**-1.5), "decay exponent"),
+        (lambda s, d, w: min(s**-0.5, s * w**-1.5), "d_model^-0.5"),
+        (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "Use min, not max"),
+        (lambda s, d, w: "0.001", "should return a number"),
+    ],
+)
+def test_vaswani_lr_names_mistakes(wrong, hint):
+    fails_with(check_vaswani_lr(wrong), hint)
+
+
+# ---------------------------------------------------------------- 3.4
+def stats_ref(x, keep):
+    tokens = x[keep]
+    return tokens.mean(0), tokens.var(0, unbiased=False)
+
+
+def test_masked_stats_passes_reference():
+    assert check_masked_stats(stats_ref).passed
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, k: (x.reshape(-1, x.shape[-1]).mean(0), x.reshape(-1, x.shape[-1]).var(0, unbiased=False)),
+         "includes the pad positions"),
+        (lambda x, k: ((x * k[..., None]).sum((0, 1)) / (x.shape[0] * x.shape[1]), stats_ref(x, k)[1]),
+         "not by B * T"),
+        (lambda x, k: (stats_ref(x, k)[0], x.reshape(-1, x.shape[-1]).var(0, unbiased=False)),
+         "variance includes the pad"),
+        (lambda x, k: (stats_ref(x, k)[0], x[k].var(0)), "biased variance"),
+        (lambda x, k: (x[k].mean(-1), x[k].var(-1)), "should have shape"),
+        (lambda x, k: stats_ref(x, k)[0], "should return a pair"),
+    ],
+)
+def test_masked_stats_names_mistakes(wrong, hint):
+    fails_with(check_masked_stats(wrong), hint)
+
+
+# ---------------------------------------------------------------- the notebook's solutions and the student copy
+def solution_cells() -> list[str]:
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and BEGIN in "".join(c["source"])]
+
+
+def run_cell(source: str) -> list:
+    namespace = {"torch": torch, **{name: getattr(ch03_norm, name) for name in ch03_norm.__all__}}
+    results = []
+    for name in ch03_norm.__all__:
+        check = getattr(ch03_norm, name)
+        namespace[name] = lambda *a, _check=check, **k: results.append(_check(*a, **k)) or results[-1]
+    exec(compile(source, "<solution cell>", "exec"), namespace)
+    return results
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook not written yet")
+def test_notebook_solutions_pass_and_stubs_say_not_implemented(capsys):
+    cells = solution_cells()
+    assert 3 <= len(cells) <= 5
+    for source in cells:
+        done = run_cell(source)
+        assert len(done) == 1 and done[0].passed, done
+        stubbed = run_cell(stub_source(source))
+        assert len(stubbed) == 1 and stubbed[0].not_implemented, stubbed
+        assert "not implemented yet" in stubbed[0].message
