@@ -1,4 +1,4 @@
-"""Positional information: sinusoidal encoding (the paper's). Chapter 2."""
+"""Positional information: sinusoidal (the paper's), learned, RoPE and ALiBi. Chapter 2."""
 
 from __future__ import annotations
 
@@ -51,3 +51,148 @@ class SinusoidalPositionalEncoding(nn.Module):
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
         return x + self.pe[offset : offset + T]  # (B, T, d_model) + (T, d_model)
+
+
+# ---------------------------------------------------------------- the linear-shift property
+def pe_frequencies(d_model: int, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> Tensor:
+    """Angular frequencies omega_i = base^(-2i/d_model), i = 0 .. d_model/2 - 1, of the sinusoidal PE. Chapter 2."""
+    check_positive_int("d_model", d_model)
+    if d_model % 2 != 0:
+        raise ValueError(f"d_model must be even for sinusoidal PE, got {d_model}")
+    if not isinstance(base, (int, float)) or isinstance(base, bool) or base <= 1:
+        raise ValueError(f"base must be a number > 1, got {base!r}")
+    i = torch.arange(d_model // 2, dtype=dtype)  # (d_model / 2,)
+    return base ** (-2.0 * i / d_model)
+
+
+def shift_rotation(k: int, d_model: int, dtype: torch.dtype = torch.float64) -> Tensor:
+    """R(k) (d_model, d_model): block-diagonal 2x2 rotations with PE[p + k] = R(k) @ PE[p] for every p. Chapter 2.
+
+    Block i is [[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]], acting on the pair
+    (PE[p, 2i], PE[p, 2i+1]) = (sin(p w_i), cos(p w_i)). It depends on k only, never on p.
+    """
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int (a shift in positions), got {type(k).__name__} {k!r}")
+    angle = k * pe_frequencies(d_model, dtype=dtype)  # (d_model / 2,)
+    c, s = torch.cos(angle), torch.sin(angle)
+    R = torch.zeros(d_model, d_model, dtype=dtype)
+    idx = torch.arange(0, d_model, 2)
+    R[idx, idx], R[idx, idx + 1] = c, s  # new sin = sin*cos(kw) + cos*sin(kw)
+    R[idx + 1, idx], R[idx + 1, idx + 1] = -s, c  # new cos = cos*cos(kw) - sin*sin(kw)
+    return R
+
+
+# ---------------------------------------------------------------- learned absolute positions
+class LearnedPositionalEncoding(nn.Module):
+    """Adds a trainable (max_len, d_model) table (an nn.Embedding) to (B, T, d_model) inputs. Chapter 2.
+
+    Rows start as N(0, std^2) noise (std=0.02 by default): the table knows nothing about order
+    until training shapes it, and it has no row for positions >= max_len.
+    """
+
+    def __init__(self, max_len: int, d_model: int, std: float = 0.02, generator: torch.Generator | None = None):
+        super().__init__()
+        self.max_len = check_positive_int("max_len", max_len)
+        self.d_model = check_positive_int("d_model", d_model)
+        if not isinstance(std, (int, float)) or isinstance(std, bool) or std <= 0:
+            raise ValueError(f"std must be a positive number, got {std!r}")
+        self.table = nn.Embedding(max_len, d_model)
+        with torch.no_grad():
+            self.table.weight.normal_(0.0, float(std), generator=generator)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x: (B, T, d_model) -> x + table[offset : offset + T]."""
+        check_rank("x", x, 3, "(B, T, d_model)")
+        T = x.shape[1]
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+        if offset < 0 or offset + T > self.max_len:
+            raise ValueError(
+                f"positions {offset}..{offset + T - 1} (T={T}, offset={offset}) are outside the learned table, "
+                f"which has rows 0..{self.max_len - 1} (max_len={self.max_len}); a learned table cannot "
+                "represent positions it was not built with"
+            )
+        positions = torch.arange(offset, offset + T, device=x.device)  # (T,)
+        return x + self.table(positions)  # (B, T, d_model) + (T, d_model)
+
+
+# ---------------------------------------------------------------- RoPE (rotary position embedding)
+def rope_tables(T: int, d_k: int, base: float = 10000.0) -> tuple[Tensor, Tensor]:
+    """(cos, sin), each (T, d_k/2): cos(m w_i), sin(m w_i) for positions m < T, w_i = base^(-2i/d_k). Chapter 2."""
+    check_positive_int("T", T)
+    check_positive_int("d_k", d_k)
+    if d_k % 2 != 0:
+        raise ValueError(f"d_k must be even for RoPE (dimensions are rotated in pairs), got {d_k}")
+    inv_freq = pe_frequencies(d_k, base, dtype=torch.float64)  # (d_k / 2,)
+    angles = torch.arange(T, dtype=torch.float64).unsqueeze(1) * inv_freq  # (T, 1) * (d_k/2,) -> (T, d_k/2)
+    return torch.cos(angles).float(), torch.sin(angles).float()
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, offset: int = 0) -> Tensor:
+    """Rotate each pair (x[..., 2i], x[..., 2i+1]) of x (..., T, d_k) by the angle m w_i of its position m. Chapter 2.
+
+    Pairs are adjacent dimensions (2i, 2i+1), as in RoFormer and the sinusoidal table; some
+    libraries pair dimension i with i + d_k/2 instead ("halves"), which is equally valid but not
+    interchangeable. Positions are offset .. offset + T - 1 (rows of the cos/sin tables).
+    """
+    check_rank("x", x, range(2, 6), "(..., T, d_k)")
+    check_rank("cos", cos, 2, "(max_len, d_k/2)")
+    check_rank("sin", sin, 2, "(max_len, d_k/2)")
+    T, d_k = x.shape[-2], x.shape[-1]
+    if d_k % 2 != 0:
+        raise ValueError(f"x must have an even last dimension d_k for RoPE, got shape {tuple(x.shape)}")
+    if cos.shape != sin.shape or cos.shape[-1] != d_k // 2:
+        raise ValueError(
+            f"cos and sin must both have shape (max_len, d_k/2={d_k // 2}), "
+            f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+    if offset + T > cos.shape[0]:
+        raise ValueError(
+            f"positions up to {offset + T - 1} (T={T}, offset={offset}) exceed the RoPE tables' "
+            f"max_len={cos.shape[0]}; build them with rope_tables(T={offset + T}, ...)"
+        )
+    c = cos[offset : offset + T].to(x.dtype)  # (T, d_k/2)
+    s = sin[offset : offset + T].to(x.dtype)  # (T, d_k/2)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d_k/2) each: first and second member of each pair
+    out = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)  # (..., T, d_k/2, 2)
+    return out.flatten(-2)  # (..., T, d_k), pairs interleaved back as (2i, 2i+1)
+
+
+# ---------------------------------------------------------------- ALiBi (attention with linear biases)
+def _alibi_power_of_two(n: int) -> list[float]:
+    start = 2.0 ** (-8.0 / n)  # first slope; also the ratio between consecutive heads
+    return [start ** (h + 1) for h in range(n)]
+
+
+def alibi_slopes(n_heads: int) -> Tensor:
+    """Per-head slopes m_h (n_heads,) of ALiBi: 2^(-8/n), 2^(-16/n), ... for n a power of two. Chapter 2.
+
+    For other n, Press et al. take the n0 slopes of the largest power of two n0 < n and
+    add every other slope of the 2*n0 sequence (their reference implementation's rule).
+    """
+    check_positive_int("n_heads", n_heads)
+    n0 = 2 ** int(math.floor(math.log2(n_heads)))
+    slopes = _alibi_power_of_two(n0)
+    if n0 < n_heads:
+        slopes += _alibi_power_of_two(2 * n0)[0::2][: n_heads - n0]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_bias(n_heads: int, T_q: int, T_k: int | None = None) -> Tensor:
+    """Bias (1, h, T_q, T_k) = -m_h * |i - j| to add to attention scores (before softmax). Chapter 2.
+
+    Queries are the last T_q of the T_k positions (as when decoding with a cache); combine
+    with a causal mask for a decoder, as in Press et al., where only j <= i is kept.
+    """
+    check_positive_int("T_q", T_q)
+    T_k = T_q if T_k is None else check_positive_int("T_k", T_k)
+    if T_q > T_k:
+        raise ValueError(f"T_q must be <= T_k (queries are the last T_q key positions), got T_q={T_q}, T_k={T_k}")
+    slopes = alibi_slopes(n_heads)  # (h,)
+    q_pos = torch.arange(T_k - T_q, T_k).unsqueeze(1)  # (T_q, 1)
+    k_pos = torch.arange(T_k).unsqueeze(0)  # (1, T_k)
+    distance = (q_pos - k_pos).abs().float()  # (T_q, T_k)
+    bias = -slopes.view(1, -1, 1, 1) * distance  # (1, h, 1, 1) * (T_q, T_k) -> (1, h, T_q, T_k)
+    return bias + 0.0  # turns -0.0 on the diagonal into 0.0 for tidy printing
