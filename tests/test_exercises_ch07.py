@@ -1,0 +1,196 @@
+"""Chapter 7 checkers: pass the reference, catch typical mistakes with the right hint, report stubs."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_utils.analysis import alignment_score, attention_entropy, copy_targets, reversal_targets
+from course_utils.exercises.ch07_heatmaps import (
+    check_alignment_score,
+    check_copy_targets,
+    check_entropy,
+    check_strongest_head,
+)
+from course_utils.student import stub_source
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "07_attention_heatmaps.ipynb"
+
+
+def stub(*args):
+    raise NotImplementedError("your code here")
+
+
+# ---------------------------------------------------------------- 7.1
+def ref_alignment(weights, src_lengths):
+    return alignment_score(weights, reversal_targets(src_lengths, weights.shape[2]))
+
+
+def loop_alignment(weights, src_lengths):
+    total, count = torch.zeros(weights.shape[1]), 0
+    for b, L in enumerate(src_lengths.tolist()):
+        for t in range(L):
+            total += weights[b, :, t, L - 1 - t]
+            count += 1
+    return total / count
+
+
+def main_diagonal(weights, src_lengths):
+    return alignment_score(weights, copy_targets(src_lengths, weights.shape[2]))
+
+
+def padded_width(weights, src_lengths):
+    T_k = weights.shape[-1]
+    total, count = torch.zeros(weights.shape[1]), 0
+    for b, L in enumerate(src_lengths.tolist()):
+        for t in range(L):
+            total += weights[b, :, t, T_k - 1 - t]
+            count += 1
+    return total / count
+
+
+def with_eos(weights, src_lengths):
+    total, count = torch.zeros(weights.shape[1]), 0
+    for b, L in enumerate(src_lengths.tolist()):
+        for t in range(L + 1):
+            total += weights[b, :, t, L - 1 - t]
+            count += 1
+    return total / count
+
+
+def per_example_mean(weights, src_lengths):
+    return torch.stack([ref_alignment(weights[b:b + 1], src_lengths[b:b + 1]) for b in range(len(src_lengths))]).mean(0)
+
+
+def test_alignment_checker_passes_reference_and_loop():
+    assert check_alignment_score(ref_alignment).passed
+    assert check_alignment_score(loop_alignment).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (main_diagonal, "main diagonal"),
+    (padded_width, "real length"),
+    (with_eos, "Leave out the EOS step"),
+    (per_example_mean, "not per example first"),
+])
+def test_alignment_checker_names_mistake(wrong, hint):
+    result = check_alignment_score(wrong)
+    assert not result.passed and hint in result.message
+
+
+def test_alignment_checker_stub_and_crash():
+    result = check_alignment_score(stub)
+    assert not result.passed and result.not_implemented and "not implemented yet" in result.message
+    result = check_alignment_score(lambda w, n: w[99])
+    assert not result.passed and "IndexError" in result.message
+
+
+# ---------------------------------------------------------------- 7.2
+def ref_entropy(weights, query_mask):
+    return attention_entropy(weights, query_mask)
+
+
+def naive_entropy(weights, query_mask):
+    rows = weights.permute(0, 2, 1, 3)[query_mask]
+    return -(rows * rows.log()).sum(-1).mean(0)
+
+
+def bits_entropy(weights, query_mask):
+    return attention_entropy(weights, query_mask) / math.log(2)
+
+
+def unmasked_entropy(weights, query_mask):
+    return attention_entropy(weights)
+
+
+def summed_entropy(weights, query_mask):
+    rows = weights.permute(0, 2, 1, 3)[query_mask]
+    return -torch.special.xlogy(rows, rows).sum(-1).sum(0)
+
+
+def test_entropy_checker_passes_reference():
+    assert check_entropy(ref_entropy).passed
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (naive_entropy, "0 * log(0)"),
+    (bits_entropy, "log2"),
+    (unmasked_entropy, "rows that count"),
+    (summed_entropy, "do not sum"),
+    (lambda w, m: -ref_entropy(w, m), "sign"),
+])
+def test_entropy_checker_names_mistake(wrong, hint):
+    result = check_entropy(wrong)
+    assert not result.passed and hint in result.message
+
+
+def test_entropy_checker_stub():
+    result = check_entropy(stub)
+    assert result.not_implemented and "not implemented yet" in result.message
+
+
+# ---------------------------------------------------------------- 7.3
+def ref_strongest(scores):
+    layer, head = divmod(int(scores.argmax()), scores.shape[1])
+    return layer, head
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda s: int(s.argmax()), "divmod"),
+    (lambda s: ref_strongest(s)[::-1], "swapped"),
+    (lambda s: divmod(int(s.argmin()), s.shape[1]), "argmin"),
+    (lambda s: divmod(int(s.argmax()), s.shape[0]), "number of heads"),
+])
+def test_strongest_head_checker(wrong, hint):
+    assert check_strongest_head(ref_strongest).passed
+    assert check_strongest_head(lambda s: torch.nonzero(s == s.max())[0].tolist()).passed
+    result = check_strongest_head(wrong)
+    assert not result.passed and hint in result.message
+    assert check_strongest_head(stub).not_implemented
+
+
+# ---------------------------------------------------------------- 7.4
+def ref_copy(src_lengths, T_q):
+    t = torch.arange(T_q).unsqueeze(0).expand(len(src_lengths), T_q)
+    return torch.where(t < src_lengths.unsqueeze(1), t, -1)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda n, T: reversal_targets(n, T), "reversal pattern"),
+    (lambda n, T: torch.arange(T).repeat(len(n), 1), "mark them -1"),
+    (lambda n, T: torch.where(ref_copy(n, T) >= 0, ref_copy(n, T) - 1, -1), "decoder input is shifted"),
+    (lambda n, T: torch.where(ref_copy(n, T) >= 0, ref_copy(n, T) + 1, -1), "not t+1"),
+    (lambda n, T: ref_copy(n, T).float(), "integer positions"),
+])
+def test_copy_targets_checker(wrong, hint):
+    assert check_copy_targets(ref_copy).passed
+    result = check_copy_targets(wrong)
+    assert not result.passed and hint in result.message
+    assert check_copy_targets(stub).not_implemented
+
+
+# ---------------------------------------------------------------- the notebook's solution cells
+def solution_cells():
+    if not NOTEBOOK.exists():
+        return []
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and "solution" in c.get("metadata", {}).get("tags", [])]
+
+
+def run_cell(source, capsys):
+    namespace = {}
+    exec("import torch\nfrom course_utils.exercises.ch07_heatmaps import *\n", namespace)
+    exec(source, namespace)
+    return capsys.readouterr().out
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 7 notebook not written yet")
+def test_notebook_solutions_pass_and_student_copy_reports_not_implemented(capsys):
+    cells = solution_cells()
+    assert len(cells) == 4
+    for source in cells:
+        assert "✅" in run_cell(source, capsys)
+        assert "not implemented yet" in run_cell(stub_source(source), capsys)
