@@ -22,9 +22,9 @@ COLOURS = {
     "stack": "#eeeeee",  # the frame around a repeated layer
 }
 
-BOX_W = 3.5  # width of every box, in data units (the axes span about 11 units horizontally)
+BOX_W = 3.7  # width of every box, in data units (the axes span about 11 units horizontally)
 BOX_H = 0.62  # height of every box
-ENC_X, DEC_X = 2.6, 7.6  # centre of the encoder and decoder columns
+ENC_X, DEC_X = 2.55, 7.75  # centre of the encoder and decoder columns
 
 
 def _box(ax: Axes, x: float, y: float, label: str, kind: str, note: str | None = None) -> float:
@@ -35,9 +35,9 @@ def _box(ax: Axes, x: float, y: float, label: str, kind: str, note: str | None =
         linewidth=1.0, zorder=3,
     ))
     if note is None:
-        ax.text(x, y, label, ha="center", va="center", fontsize=9, zorder=4)
+        ax.text(x, y, label, ha="center", va="center", fontsize=8.5, zorder=4)
     else:
-        ax.text(x, y + 0.11, label, ha="center", va="center", fontsize=9, zorder=4)
+        ax.text(x, y + 0.11, label, ha="center", va="center", fontsize=8.5, zorder=4)
         ax.text(x, y - 0.17, note, ha="center", va="center", fontsize=7.5, color="#444444", zorder=4)
     return y + BOX_H / 2
 
@@ -128,11 +128,11 @@ def draw_transformer(ax: Axes | None = None) -> Figure:
     then linear + softmax. Pass ``ax`` to draw into an existing Axes.
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.4, 8.6))
+        _, ax = plt.subplots(figsize=(7.6, 8.6))
     elif not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     fig = ax.figure
-    ax.set_xlim(-0.7, 10.7)
+    ax.set_xlim(-1.0, 11.1)
     ax.set_ylim(-0.3, 13.2)
     ax.axis("off")
 
