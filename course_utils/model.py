@@ -1,0 +1,441 @@
+"""The full encoder-decoder Transformer, built in Chapter 5.
+
+Reads bottom-up: config -> position-wise feed-forward -> encoder block -> decoder block ->
+key/value cache -> the model. Attention, LayerNorm, positional encoding and masks come from
+the earlier chapters' modules. Masks are boolean keep-masks (True = attend).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .masks import causal_mask, combine_masks, padding_mask
+from .norm import LayerNorm
+from .positional import SinusoidalPositionalEncoding
+from .validate import check_bool_mask, check_broadcast, check_positive_int, check_rank, check_tensor
+
+
+@dataclass
+class TransformerConfig:
+    """Sizes and switches of an encoder-decoder Transformer. Chapter 5."""
+
+    src_vocab_size: int  # number of source token ids (V_src)
+    tgt_vocab_size: int  # number of target token ids (V_tgt)
+    d_model: int = 64  # width of every token vector (paper base: 512); tiny for CPU
+    n_heads: int = 4  # attention heads h; d_k = d_model / h (paper: 8)
+    d_ff: int = 128  # hidden width of the position-wise FFN (paper: 4 * d_model = 2048)
+    n_encoder_layers: int = 2  # encoder blocks N (paper: 6)
+    n_decoder_layers: int = 2  # decoder blocks N (paper: 6)
+    dropout: float = 0.1  # on sub-layer outputs, embeddings+PE, attention weights, FFN hidden (paper: 0.1)
+    max_len: int = 256  # longest sequence the positional table covers
+    norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN (LayerNorm inside the residual branch)
+    tie_embeddings: bool = False  # one shared embedding for source, target and output projection (equal vocab sizes)
+    pad_id: int = 0  # token id of padding; masks are derived from it when none are given
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
+                     "n_encoder_layers", "n_decoder_layers", "max_len"):
+            check_positive_int(name, getattr(self, name))
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads, got d_model={self.d_model} and n_heads={self.n_heads}"
+            )
+        if self.d_model % 2 != 0:
+            raise ValueError(f"d_model must be even for sinusoidal positional encoding, got {self.d_model}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be a float in [0, 1), got {self.dropout!r}")
+        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(
+                "tie_embeddings=True needs one shared vocabulary: src_vocab_size must equal tgt_vocab_size, "
+                f"got {self.src_vocab_size} and {self.tgt_vocab_size}"
+            )
+        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or self.pad_id < 0:
+            raise ValueError(f"pad_id must be a non-negative int, got {self.pad_id!r}")
+        for name in ("src_vocab_size", "tgt_vocab_size"):
+            if self.pad_id >= getattr(self, name):
+                raise ValueError(f"pad_id must be a valid token id < {name}={getattr(self, name)}, got {self.pad_id}")
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = W_2 dropout(ReLU(W_1 x + b_1)) + b_2, applied to every position alike. Chapter 5."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)  # d_model -> d_ff
+        self.linear2 = nn.Linear(d_ff, d_model)  # d_ff -> d_model
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (..., d_ff) -> (..., d_model)
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x: (B, T, d_model) -> (B, T, d_model), self-attention weights (B, h, T, T) or None."""
+        if self.norm_first:  # pre-LN: x + Sublayer(LN(x))
+            a, w = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
+            x = x + self.dropout1(a)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:  # post-LN, as in the paper: LN(x + Sublayer(x))
+            a, w = self.self_attn(x, mask=mask, need_weights=need_weights)
+            x = self.norm1(x + self.dropout1(a))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x, w
+
+
+class KVCache:
+    """Per decoder layer: self-attention keys/values so far and cross-attention keys/values of the memory. Chapter 5.
+
+    self_k[l], self_v[l]: (B, h, t, d_k) for the t target tokens decoded so far; cross_k[l],
+    cross_v[l]: (B, h, T_src, d_k), computed once from the encoder memory on the first call.
+    """
+
+    def __init__(self, n_layers: int):
+        check_positive_int("n_layers", n_layers)
+        self.n_layers = n_layers
+        self.self_k: list[Tensor | None] = [None] * n_layers
+        self.self_v: list[Tensor | None] = [None] * n_layers
+        self.cross_k: list[Tensor | None] = [None] * n_layers
+        self.cross_v: list[Tensor | None] = [None] * n_layers
+        self.key_keep: Tensor | None = None  # (B, t) bool: which cached target tokens are not padding
+
+    @property
+    def length(self) -> int:
+        """Number of target tokens already in the cache."""
+        return 0 if self.key_keep is None else int(self.key_keep.shape[1])
+
+    def __repr__(self) -> str:
+        return f"KVCache(n_layers={self.n_layers}, length={self.length})"
+
+
+def _attend(
+    mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
+) -> tuple[Tensor, Tensor | None]:
+    """Attention of already split heads q (B, h, T_q, d_k) over k, v (B, h, T_k, d_k), then W_O. Chapter 5."""
+    if need_weights:
+        out, w = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k), (B, h, T_q, T_k)
+        if mha.training and mha.dropout.p > 0:
+            out = mha.dropout(w) @ v  # (B, h, T_q, T_k) x (B, h, T_k, d_k) -> (B, h, T_q, d_k)
+        weights: Tensor | None = w
+    else:
+        p = mha.dropout.p if mha.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_k)
+        weights = None
+    return mha.W_O(mha.merge_heads(out)), weights  # (B, T_q, d_model)
+
+
+class DecoderBlock(nn.Module):
+    """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+        self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def _self_attention(
+        self, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int
+    ) -> tuple[Tensor, Tensor | None]:
+        if cache is None:
+            return self.self_attn(x, mask=mask, need_weights=need_weights)
+        mha = self.self_attn
+        q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
+        k = mha.split_heads(mha.W_K(x))  # (B, h, T_new, d_k)
+        v = mha.split_heads(mha.W_V(x))  # (B, h, T_new, d_k)
+        past_k, past_v = cache.self_k[layer], cache.self_v[layer]
+        if past_k is not None and past_v is not None:
+            k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
+            v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
+        cache.self_k[layer], cache.self_v[layer] = k, v
+        return _attend(mha, q, k, v, mask, need_weights)
+
+    def _cross_attention(
+        self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int
+    ) -> tuple[Tensor, Tensor | None]:
+        # Q from the decoder stream x, K and V from the encoder output (memory)
+        if cache is None:
+            return self.cross_attn(x, memory, memory, mask=mask, need_weights=need_weights)
+        mha = self.cross_attn
+        if cache.cross_k[layer] is None or cache.cross_v[layer] is None:
+            cache.cross_k[layer] = mha.split_heads(mha.W_K(memory))  # (B, h, T_src, d_k), once
+            cache.cross_v[layer] = mha.split_heads(mha.W_V(memory))  # (B, h, T_src, d_k), once
+        q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
+        k, v = cache.cross_k[layer], cache.cross_v[layer]
+        assert k is not None and v is not None
+        return _attend(mha, q, k, v, mask, need_weights)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        src_mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+        layer: int = 0,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """x: (B, T_tgt, d_model), memory: (B, T_src, d_model) -> (x, self weights, cross weights)."""
+        if self.norm_first:  # pre-LN
+            a, w_self = self._self_attention(self.norm1(x), tgt_mask, need_weights, cache, layer)
+            x = x + self.dropout1(a)
+            c, w_cross = self._cross_attention(self.norm2(x), memory, src_mask, need_weights, cache, layer)
+            x = x + self.dropout2(c)
+            x = x + self.dropout3(self.ffn(self.norm3(x)))
+        else:  # post-LN, as in the paper
+            a, w_self = self._self_attention(x, tgt_mask, need_weights, cache, layer)
+            x = self.norm1(x + self.dropout1(a))
+            c, w_cross = self._cross_attention(x, memory, src_mask, need_weights, cache, layer)
+            x = self.norm2(x + self.dropout2(c))
+            x = self.norm3(x + self.dropout3(self.ffn(x)))
+        return x, w_self, w_cross
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer of "Attention Is All You Need", post-LN or pre-LN. Chapter 5."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
+        self.config = c = config
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.tgt_embed = self.src_embed if c.tie_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.pe = SinusoidalPositionalEncoding(c.d_model, c.max_len)
+        self.dropout = nn.Dropout(c.dropout)
+        self.encoder_layers = nn.ModuleList(
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_encoder_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_decoder_layers)
+        )
+        # pre-LN stacks end with a LayerNorm (the residual stream is never normalised otherwise)
+        self.encoder_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.decoder_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size)  # d_model -> V_tgt logits
+        self._reset_parameters()
+        if c.tie_embeddings:
+            self.output_projection.weight = self.src_embed.weight  # one (V, d_model) matrix, three uses
+
+    def _reset_parameters(self) -> None:
+        # Xavier-uniform matrices (like nn.Transformer); embeddings N(0, 1/d_model) so that
+        # sqrt(d_model) * embedding has unit scale, like the positional encoding
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        for emb in {id(self.src_embed): self.src_embed, id(self.tgt_embed): self.tgt_embed}.values():
+            nn.init.normal_(emb.weight, mean=0.0, std=self.config.d_model**-0.5)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _check_tokens(self, name: str, tokens: Tensor, vocab_size: int, offset: int = 0) -> None:
+        check_rank(name, tokens, 2, "(B, T) of token ids")
+        if tokens.dtype != torch.long:
+            raise TypeError(f"{name} must hold token ids as torch.long, got dtype {tokens.dtype}")
+        if tokens.shape[1] == 0:
+            raise ValueError(f"{name} must hold at least one token, got shape {tuple(tokens.shape)}")
+        if offset + tokens.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"{name} has length {tokens.shape[1]}" + (f" after {offset} cached tokens" if offset else "")
+                + f", beyond max_len={self.config.max_len}; build the model with a larger max_len"
+            )
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+            raise ValueError(
+                f"{name} holds token ids outside [0, {vocab_size}), got min {int(tokens.min())} "
+                f"and max {int(tokens.max())}"
+            )
+
+    def _check_mask(self, name: str, mask: Tensor, target: tuple[int, ...], what: str) -> None:
+        check_bool_mask(name, mask)
+        check_broadcast(name, mask.shape, target, what)
+
+    def _embed(self, tokens: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:
+        x = embedding(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
+        return self.dropout(self.pe(x, offset=offset))  # + PE[offset : offset + T], then dropout
+
+    # -- the three entry points ----------------------------------------------------------------
+    def encode(
+        self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+        """src (B, T_src) -> memory (B, T_src, d_model) [, encoder self-attention weights per layer]. Chapter 5."""
+        self._check_tokens("src", src, self.config.src_vocab_size)
+        B, T = src.shape
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
+        h = self.config.n_heads
+        self._check_mask("src_mask", src_mask, (B, h, T, T), "the encoder scores (B, h, T_src, T_src)")
+        x = self._embed(src, self.src_embed)
+        weights: list[Tensor] = []
+        for block in self.encoder_layers:
+            x, w = block(x, src_mask, need_weights=return_attention)
+            if w is not None:
+                weights.append(w)  # (B, h, T_src, T_src)
+        memory = self.encoder_norm(x)
+        return (memory, weights) if return_attention else memory
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        cache: KVCache | None = None,
+        return_attention: bool = False,
+    ) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
+        """tgt (B, T_tgt), memory (B, T_src, d_model) -> logits (B, T_tgt, V_tgt) [, {"self", "cross"}]. Chapter 5.
+
+        src_mask: keep-mask over the memory (B, 1, 1, T_src), None = attend to all of it.
+        With a KVCache, tgt holds only the new tokens: their positions continue from
+        cache.length, the cache is extended, and the logits equal a full recompute.
+        """
+        c = self.config
+        offset = 0
+        if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+            if cache.n_layers != c.n_decoder_layers:
+                raise ValueError(
+                    f"cache must have one entry per decoder layer ({c.n_decoder_layers}), got {cache.n_layers}"
+                )
+            offset = cache.length
+        self._check_tokens("tgt", tgt, c.tgt_vocab_size, offset)
+        check_rank("memory", memory, 3, "(B, T_src, d_model)")
+        if memory.shape[0] != tgt.shape[0] or memory.shape[2] != c.d_model:
+            raise ValueError(
+                f"memory must have shape (B={tgt.shape[0]}, T_src, d_model={c.d_model}), got {tuple(memory.shape)}"
+            )
+        B, T = tgt.shape
+        keep = tgt != c.pad_id  # (B, T_new)
+        if cache is not None:
+            if cache.key_keep is not None and cache.key_keep.shape[0] != B:
+                raise ValueError(f"cache holds a batch of {cache.key_keep.shape[0]}, got tgt with batch {B}")
+            all_keep = keep if cache.key_keep is None else torch.cat([cache.key_keep, keep], dim=1)  # (B, t + T_new)
+            if tgt_mask is None:
+                L = offset + T
+                query_pos = torch.arange(offset, L, device=tgt.device).view(T, 1)  # (T_new, 1)
+                causal = (torch.arange(L, device=tgt.device).view(1, L) <= query_pos).view(1, 1, T, L)
+                tgt_mask = combine_masks(all_keep.view(B, 1, 1, L), causal)  # (B, 1, T_new, t + T_new)
+        elif tgt_mask is None:
+            tgt_mask = combine_masks(padding_mask(tgt, c.pad_id), causal_mask(T, tgt.device))  # (B, 1, T, T)
+        L = offset + T
+        assert tgt_mask is not None
+        h, T_src = c.n_heads, memory.shape[1]
+        self._check_mask("tgt_mask", tgt_mask, (B, h, T, L), "the decoder self-attention scores (B, h, T_tgt, T_keys)")
+        if src_mask is not None:
+            self._check_mask("src_mask", src_mask, (B, h, T, T_src), "the cross-attention scores (B, h, T_tgt, T_src)")
+        x = self._embed(tgt, self.tgt_embed, offset)
+        self_w: list[Tensor] = []
+        cross_w: list[Tensor] = []
+        for layer, block in enumerate(self.decoder_layers):
+            x, ws, wc = block(x, memory, tgt_mask, src_mask, return_attention, cache, layer)
+            if ws is not None and wc is not None:
+                self_w.append(ws)  # (B, h, T_tgt, T_tgt) or (B, h, T_new, t + T_new) with a cache
+                cross_w.append(wc)  # (B, h, T_tgt, T_src)
+        if cache is not None:
+            cache.key_keep = all_keep
+        logits = self.output_projection(self.decoder_norm(x))  # (B, T_tgt, V_tgt)
+        return (logits, {"self": self_w, "cross": cross_w}) if return_attention else logits
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        return_attention: bool = False,
+    ) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
+        """src (B, T_src), tgt (B, T_tgt) -> logits (B, T_tgt, V_tgt) [, attention weights]. Chapter 5."""
+        check_tensor("src", src)
+        check_tensor("tgt", tgt)
+        if src.dim() == 2 and tgt.dim() == 2 and src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
+        self._check_tokens("src", src, self.config.src_vocab_size)
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
+        if return_attention:
+            memory, enc_w = self.encode(src, src_mask, return_attention=True)
+            logits, dec_w = self.decode(tgt, memory, src_mask, tgt_mask, return_attention=True)
+            return logits, {"encoder": enc_w, "decoder_self": dec_w["self"], "cross": dec_w["cross"]}
+        memory = self.encode(src, src_mask)
+        return self.decode(tgt, memory, src_mask, tgt_mask)
+
+    def new_cache(self) -> KVCache:
+        """An empty KVCache with one slot per decoder layer, for incremental decoding. Chapter 5."""
+        return KVCache(self.config.n_decoder_layers)
+
+
+def to_torch_transformer(model: Transformer) -> nn.Transformer:
+    """A torch.nn.Transformer (batch_first) holding a copy of ``model``'s block weights. Chapter 5.
+
+    Embeddings, positional encoding and the output projection stay outside: feed both the same
+    embedded inputs. nn.Transformer always ends each stack with a LayerNorm; for a post-LN
+    model (the paper's) those final norms are removed so both compute the same function.
+    """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a course_utils.model.Transformer, got {type(model).__name__}")
+    c = model.config
+    with warnings.catch_warnings():  # nn.Transformer warns that pre-LN disables its nested-tensor fast path
+        warnings.simplefilter("ignore", UserWarning)
+        ref = nn.Transformer(
+            c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=c.dropout,
+            batch_first=True, norm_first=c.norm_first,
+        )
+
+    def mha(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+        # PyTorch stacks W_Q, W_K, W_V into one (3 d_model, d_model) in_proj matrix
+        theirs.in_proj_weight.copy_(torch.cat([mine.W_Q.weight, mine.W_K.weight, mine.W_V.weight]))
+        theirs.in_proj_bias.copy_(torch.cat([mine.W_Q.bias, mine.W_K.bias, mine.W_V.bias]))
+        theirs.out_proj.weight.copy_(mine.W_O.weight)
+        theirs.out_proj.bias.copy_(mine.W_O.bias)
+
+    def norm(mine: nn.Module, theirs: nn.LayerNorm) -> None:
+        assert isinstance(mine, LayerNorm)
+        theirs.weight.copy_(mine.gamma)
+        theirs.bias.copy_(mine.beta)
+
+    def ffn(mine: PositionwiseFeedForward, theirs: nn.Module) -> None:
+        for name in ("linear1", "linear2"):
+            getattr(theirs, name).weight.copy_(getattr(mine, name).weight)
+            getattr(theirs, name).bias.copy_(getattr(mine, name).bias)
+
+    with torch.no_grad():
+        for a, b in zip(model.encoder_layers, ref.encoder.layers, strict=True):
+            mha(a.self_attn, b.self_attn)
+            ffn(a.ffn, b)
+            norm(a.norm1, b.norm1)
+            norm(a.norm2, b.norm2)
+        for a, b in zip(model.decoder_layers, ref.decoder.layers, strict=True):
+            mha(a.self_attn, b.self_attn)
+            mha(a.cross_attn, b.multihead_attn)
+            ffn(a.ffn, b)
+            norm(a.norm1, b.norm1)
+            norm(a.norm2, b.norm2)
+            norm(a.norm3, b.norm3)
+        if c.norm_first:
+            norm(model.encoder_norm, ref.encoder.norm)
+            norm(model.decoder_norm, ref.decoder.norm)
+        else:
+            ref.encoder.norm = None  # the paper's post-LN stack has no final LayerNorm
+            ref.decoder.norm = None
+    return ref.train(model.training)
