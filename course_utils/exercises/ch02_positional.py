@@ -1,0 +1,172 @@
+"""Checkers for the exercises of Chapter 2 (positional encoding).
+
+Each checker takes the learner's function, runs it on seeded random and edge-case inputs,
+compares with the reference in :mod:`course_utils.positional`, and names the likely mistake
+when the answer matches what a typical wrong implementation would return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ..positional import alibi_slopes, apply_rope, rope_tables, shift_rotation, sinusoidal_encoding
+from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+
+__all__ = ["check_alibi_slopes", "check_apply_rope", "check_shift_rotation", "check_sinusoidal"]
+
+
+# ---------------------------------------------------------------- 2.1 sinusoidal table
+def _pe_variant(
+    T: int, d_model: int, base: float = 10000.0, swap: bool = False, exponent: str = "2i/d",
+    layout: str = "interleaved",
+) -> Tensor:
+    """The sinusoidal table with one deliberate change (base, sin/cos order, exponent, layout)."""
+    p = torch.arange(T, dtype=torch.float64).unsqueeze(1)  # (T, 1)
+    i = torch.arange(d_model // 2, dtype=torch.float64)  # (d_model/2,)
+    if exponent == "2i/d":
+        angles = p / base ** (2 * i / d_model)  # (T, d_model/2)
+    elif exponent == "i/d":
+        angles = p / base ** (i / d_model)
+    elif exponent == "times":
+        angles = p * base ** (2 * i / d_model)
+    else:
+        raise ValueError(exponent)
+    first, second = (torch.cos(angles), torch.sin(angles)) if swap else (torch.sin(angles), torch.cos(angles))
+    if layout == "halves":
+        out = torch.cat([first, second], dim=-1)  # (T, d_model): all sines, then all cosines
+    elif layout == "column":  # each column j uses its own index: exponent j/d_model, also for odd j
+        j = torch.arange(d_model, dtype=torch.float64)
+        ang = p / base ** (j / d_model)  # (T, d_model)
+        out = torch.where(j % 2 == 0, torch.sin(ang), torch.cos(ang))
+    else:
+        out = torch.stack([first, second], dim=-1).flatten(-2)  # (T, d_model/2, 2) -> (T, d_model)
+    return out.float()
+
+
+@checker("2.1", "sinusoidal positional encoding")
+def check_sinusoidal(fn: Callable[[int, int], Tensor]) -> str:
+    """Check ``fn(T, d_model)``: the paper's (T, d_model) sinusoidal table. Chapter 2."""
+    for T, d_model in [(50, 64), (7, 10), (3, 128), (1, 2)]:
+        got = call_student(fn, T, d_model, what="my_sinusoidal_encoding")
+        want = sinusoidal_encoding(T, d_model)
+        mistakes = {
+            "Even columns (2i) hold sin and odd columns (2i+1) hold cos; yours are swapped.":
+                _pe_variant(T, d_model, swap=True),
+            "The exponent is 2i/d_model where i counts pairs (0 .. d_model/2-1); you used i/d_model.":
+                _pe_variant(T, d_model, exponent="i/d"),
+            "Both columns of pair i share one frequency 1/10000^(2i/d_model); you gave the cos column 2i+1 "
+            "its own exponent (2i+1)/d_model.": _pe_variant(T, d_model, layout="column"),
+            "The base is 10000, not 1000.": _pe_variant(T, d_model, base=1000.0),
+            "Divide the position by 10000^(2i/d_model) (frequencies shrink with i); you multiplied.":
+                _pe_variant(T, d_model, exponent="times"),
+            "Interleave the columns (sin, cos, sin, cos, ...): you put all sines first, then all cosines.":
+                _pe_variant(T, d_model, layout="halves"),
+        }
+        expect_close(got, want, f"my_sinusoidal_encoding({T}, {d_model})", mistakes, atol=1e-4)
+    return "Your table matches the paper's formula, including PE[10, :4] for d_model = 64."
+
+
+# ---------------------------------------------------------------- 2.2 shift rotation R(k)
+def _rotation_variant(k: int, d_model: int, transpose: bool = False, exponent: str = "2i/d") -> Tensor:
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    w = 10000.0 ** (-(2 * i if exponent == "2i/d" else i) / d_model) if exponent != "same" else torch.ones_like(i)
+    c, s = torch.cos(k * w), torch.sin(k * w)
+    blocks = [torch.tensor([[c[n], s[n]], [-s[n], c[n]]], dtype=torch.float64) for n in range(d_model // 2)]
+    R = torch.block_diag(*blocks)
+    return R.T if transpose else R
+
+
+@checker("2.2", "the shift rotation R(k)")
+def check_shift_rotation(fn: Callable[[int, int], Tensor]) -> str:
+    """Check ``fn(k, d_model)``: the (d_model, d_model) matrix with PE[p + k] = R(k) @ PE[p]. Chapter 2."""
+    pe = sinusoidal_encoding(120, 16).double()
+    for k, d_model in [(3, 16), (10, 16), (37, 64), (0, 4), (1, 2)]:
+        got = call_student(fn, k, d_model, what="my_shift_rotation")
+        got = expect_tensor(got, f"my_shift_rotation({k}, {d_model})", (d_model, d_model))
+        want = shift_rotation(k, d_model)
+        mistakes = {
+            "Your matrix shifts backwards (it maps PE[p] to PE[p - k]). For the pair (sin, cos), "
+            "sin(a+b) = sin a cos b + cos a sin b puts +sin(k w) in the top-right entry and -sin(k w) "
+            "bottom-left.": _rotation_variant(k, d_model, transpose=True),
+            "Each 2x2 block uses its own frequency w_i = 1/10000^(2i/d_model); you used the exponent i/d_model.":
+                _rotation_variant(k, d_model, exponent="i/d"),
+            "Each 2x2 block turns by k * w_i, with the pair's own frequency w_i; you turned every block by k.":
+                _rotation_variant(k, d_model, exponent="same"),
+        }
+        expect_close(got, want, f"my_shift_rotation({k}, {d_model})", mistakes, atol=1e-5)
+    R = call_student(fn, 7, 16, what="my_shift_rotation").double()
+    err = (pe[:100] @ R.T - pe[7:107]).abs().max().item()
+    if err > 1e-4:
+        raise CheckFailed(f"R(7) @ PE[p] should equal PE[p + 7] for every p; the largest error is {err:.3g}.")
+    return "R(k) @ PE[p] = PE[p + k] for every p tried."
+
+
+# ---------------------------------------------------------------- 2.3 applying RoPE
+def _rope_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str) -> Tensor:
+    T, d_k = x.shape[-2:]
+    c, s = cos[:T], sin[:T]
+    if mode == "halves":
+        x1, x2 = x[..., : d_k // 2], x[..., d_k // 2 :]
+        return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    if mode == "minus":
+        a, b = x1 * c + x2 * s, -x1 * s + x2 * c
+    elif mode == "swap":
+        a, b = x1 * s - x2 * c, x1 * c + x2 * s
+    else:
+        a, b = x1 * c - x2 * s, x1 * s + x2 * c
+    if mode == "concat":
+        return torch.cat([a, b], dim=-1)
+    return torch.stack([a, b], dim=-1).flatten(-2)
+
+
+@checker("2.3", "applying RoPE")
+def check_apply_rope(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> str:
+    """Check ``fn(x, cos, sin)``: rotate adjacent pairs (2i, 2i+1) of x (..., T, d_k) by m w_i. Chapter 2."""
+    g = torch.Generator().manual_seed(22)
+    for shape in [(2, 3, 6, 8), (5, 4), (1, 9, 16), (1, 2)]:
+        x = torch.randn(*shape, generator=g)
+        cos, sin = rope_tables(shape[-2], shape[-1])
+        got = call_student(fn, x.clone(), cos, sin, what="my_apply_rope")
+        want = apply_rope(x, cos, sin)
+        mistakes = {
+            "You paired dimension i with i + d_k/2 (the 'halves' convention of some libraries). That is a valid "
+            "RoPE too, but this course pairs adjacent dimensions (2i, 2i+1), like the sinusoidal table: use "
+            "x[..., 0::2] and x[..., 1::2].": _rope_variant(x, cos, sin, "halves"),
+            "You rotated by -m w_i: the first member of a pair becomes x1 cos - x2 sin and the second "
+            "x1 sin + x2 cos.": _rope_variant(x, cos, sin, "minus"),
+            "The rotated pairs must go back to their places (2i, 2i+1): stack them on a new last axis and "
+            "flatten, rather than concatenating all first members and then all second members.":
+                _rope_variant(x, cos, sin, "concat"),
+            "cos and sin are swapped: the angle's cosine multiplies the member itself.":
+                _rope_variant(x, cos, sin, "swap"),
+            "Nothing was rotated: the output equals the input.": x,
+        }
+        expect_close(got, want, f"my_apply_rope on x of shape {shape}", mistakes, atol=1e-5)
+    return "The scores of rotated queries and keys now depend only on m - n."
+
+
+# ---------------------------------------------------------------- 2.4 ALiBi slopes
+@checker("2.4", "ALiBi slopes")
+def check_alibi_slopes(fn: Callable[[int], Tensor]) -> str:
+    """Check ``fn(n_heads)``: ALiBi's per-head slopes for n_heads a power of two. Chapter 2."""
+    for n in [8, 4, 16, 2, 1]:
+        got = call_student(fn, n, what="my_alibi_slopes")
+        got = expect_tensor(got, f"my_alibi_slopes({n})", (n,))
+        want = alibi_slopes(n)
+        r = 2.0 ** (-8.0 / n)
+        mistakes = {
+            "The ratio depends on the number of heads: the slopes are r, r^2, ..., r^n with r = 2^(-8/n), so "
+            "the last head always gets 1/256. Halving per head is right only for n = 8.":
+                torch.tensor([2.0 ** -(h + 1) for h in range(n)]),
+            "The first head's slope is r = 2^(-8/n), not 1: count the powers from 1 to n.":
+                torch.tensor([r**h for h in range(n)]),
+            "Largest slope first: head 0 gets r = 2^(-8/n) and the slopes shrink to 1/256.":
+                want.flip(0),
+            "Slopes are positive numbers; the minus sign belongs in the bias -m * |i - j|.": -want,
+        }
+        expect_close(got, want, f"my_alibi_slopes({n})", mistakes, atol=1e-6)
+    return "With 8 heads the slopes are 1/2, 1/4, ..., 1/256, as in Press et al."
