@@ -41,6 +41,7 @@ def open_page(browser, url: str):
     page.on("pageerror", lambda e: log["console"].append(str(e)))
     page.on("request", lambda r: log["requests"].append(r.url))
     page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} ({r.failure})"))
+    page.on("response", lambda r: log["failed"].append(f"{r.url} ({r.status})") if r.status >= 400 else None)
     response = page.goto(url, wait_until="load")
     assert response is not None and response.ok, f"{url} answered {response and response.status}"
     page.wait_for_load_state("networkidle")
