@@ -1,0 +1,258 @@
+"""Checkers for the exercises of Chapter 1 (attention, in one sitting).
+
+Each checker takes the learner's function or class, runs it on seeded random and edge-case
+inputs, compares with the reference in :mod:`course_utils.attention`, and names the likely
+mistake when the answer matches what a typical wrong implementation would return.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..attention import MultiHeadAttention, scaled_dot_product_attention
+from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+
+__all__ = ["check_heads", "check_mha", "check_scaled_attention", "check_softmax"]
+
+
+# ---------------------------------------------------------------- 1.1 stable softmax
+def _softmax_inputs() -> list[Tensor]:
+    g = torch.Generator().manual_seed(11)
+    return [
+        torch.randn(3, 5, generator=g),
+        torch.randn(2, 3, 4, generator=g) * 3,  # 3-D: the last dimension, whatever the rank
+        torch.tensor([[1000.0, 999.0, 998.0], [0.0, -1.0, -2.0]]),  # large logits: exp overflows
+        torch.tensor([[5.0, 5.0, 5.0, 5.0]]),  # ties: uniform
+        torch.randn(1, 1, generator=g),  # a single key
+    ]
+
+
+def _naive_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    e = x.exp()
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+@checker("1.1", "numerically stable softmax")
+def check_softmax(fn: Callable[[Tensor], Tensor]) -> str:
+    """Check ``fn(x)``: softmax over the last dimension of ``x``, stable for large inputs. Chapter 1."""
+    for x in _softmax_inputs():
+        got = call_student(fn, x.clone(), what="my_softmax")
+        want = torch.softmax(x, dim=-1)
+        mistakes = {
+            "Subtract each row's maximum before exp: exp(1000) overflows to inf and inf/inf is NaN.":
+                _naive_softmax(x),
+            "Subtract the maximum of each row (x.max(dim=-1, keepdim=True)), not the maximum of the "
+            "whole tensor: rows far below the global maximum underflow to 0/0.":
+                _naive_softmax(x - x.max()),
+            "Did you forget the exp? Dividing the inputs by their sum is not a softmax.":
+                x / x.sum(dim=-1, keepdim=True),
+        }
+        if x.dim() > 1:
+            mistakes["Normalise over the last dimension (dim=-1), not over dim=0."] = torch.softmax(x, dim=0)
+        if x.dim() > 2:
+            mistakes["Normalise over the last dimension (dim=-1): dim=1 is the last one only for 2-D inputs."] = (
+                torch.softmax(x, dim=1)
+            )
+        expect_close(got, want, f"my_softmax on an input of shape {tuple(x.shape)}", mistakes)
+    return "Rows sum to 1 and large logits no longer overflow."
+
+
+# ---------------------------------------------------------------- 1.2 scaled dot-product attention
+def _attention_variant(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, dim: int = -1,
+    fill: float = float("-inf"), invert: bool = False, fix_empty: bool = True,
+) -> tuple[Tensor, Tensor]:
+    """What attention computes with one deliberate change (scale, softmax dim, mask fill)."""
+    scores = q @ k.transpose(-2, -1) / scale  # (B, T_q, T_k)
+    if mask is not None:
+        keep = ~mask if invert else mask
+        scores = scores.masked_fill(~keep, fill)
+        if fix_empty:
+            scores = scores.masked_fill(~keep.any(-1, keepdim=True), 0.0)
+        weights = torch.softmax(scores, dim=dim)
+        if fix_empty:
+            weights = weights.masked_fill(~keep, 0.0)
+    else:
+        weights = torch.softmax(scores, dim=dim)
+    return weights @ v, weights
+
+
+def _attention_cases() -> list[tuple[Tensor, Tensor, Tensor, Tensor | None]]:
+    g = torch.Generator().manual_seed(12)
+    cases: list[tuple[Tensor, Tensor, Tensor, Tensor | None]] = []
+    for B, T_q, T_k, d_k, d_v in [(2, 4, 4, 16, 8), (1, 3, 5, 4, 2), (3, 1, 1, 9, 3)]:
+        q, k = torch.randn(B, T_q, d_k, generator=g), torch.randn(B, T_k, d_k, generator=g)
+        cases.append((q, k, torch.randn(B, T_k, d_v, generator=g), None))
+    # masked cases: a random keep-mask with every row keeping >= 1 key, then a fully masked row
+    q, k, v = (torch.randn(2, 4, 16, generator=g) for _ in range(3))
+    mask = torch.rand(2, 4, 4, generator=g) > 0.4
+    mask[..., 0] = True
+    cases.append((q, k, v, mask))
+    causal = torch.ones(4, 4, dtype=torch.bool).tril().unsqueeze(0)  # (1, T_q, T_k) broadcasts over B
+    cases.append((q, k, v, causal))
+    empty = mask.clone()
+    empty[0, 1] = False  # query 1 of batch 0 may attend to nothing
+    cases.append((q, k, v, empty))
+    return cases
+
+
+@checker("1.2", "scaled dot-product attention")
+def check_scaled_attention(fn: Callable[..., Any]) -> str:
+    """Check ``fn(q, k, v, mask=None) -> (output, weights)`` against the reference. Chapter 1."""
+    for q, k, v, mask in _attention_cases():
+        kwargs = {} if mask is None else {"mask": mask}
+        got = call_student(fn, q.clone(), k.clone(), v.clone(), what="my_attention", **kwargs)
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise CheckFailed(
+                f"my_attention should return a tuple (output, weights), got {type(got).__name__}"
+                + (f" of length {len(got)}" if isinstance(got, tuple) else "")
+            )
+        out, weights = got
+        want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
+        d_k = q.shape[-1]
+        where = "without a mask" if mask is None else "with a mask"
+        if mask is not None and not mask.any(-1).all():
+            where = "with a mask that hides every key from one query"
+        variants = {
+            "Did you divide by d_k instead of sqrt(d_k)?": dict(scale=d_k),
+            "Did you forget the scaling by 1/sqrt(d_k)?": dict(scale=1.0),
+            "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the "
+            "queries (dim=-2).": dict(scale=math.sqrt(d_k), dim=-2),
+            "The mask is inverted: True means keep (attend), False means masked.":
+                dict(scale=math.sqrt(d_k), invert=True),
+            "The mask seems inverted (True means keep, False means masked), and rows left with no key give NaN.":
+                dict(scale=math.sqrt(d_k), invert=True, fix_empty=False),
+            "Masked scores must become -inf before the softmax; filling them with 0 still gives "
+            "those keys weight.": dict(scale=math.sqrt(d_k), fill=0.0, fix_empty=False),
+            "A query whose keys are all masked should get zero weights and a zero output, not NaN: "
+            "detect such rows (mask.any(dim=-1)) and zero them.":
+                dict(scale=math.sqrt(d_k), fix_empty=False),
+        }
+        if mask is None:
+            variants = {h: kw for h, kw in variants.items() if "mask" not in h.lower()}
+        wrong = {hint: _attention_variant(q, k, v, mask, **kw) for hint, kw in variants.items()}
+        expect_tensor(weights, f"weights {where}", want_w.shape)
+        expect_close(weights, want_w, f"weights {where}", {h: w[1] for h, w in wrong.items()})
+        expect_close(out, want_out, f"output {where}", {h: w[0] for h, w in wrong.items()})
+    return "Rows of the weights sum to 1 and masked keys get exactly zero weight."
+
+
+# ---------------------------------------------------------------- 1.3 split and merge heads
+@checker("1.3", "split and merge heads")
+def check_heads(split_heads: Callable[[Tensor, int], Tensor], merge_heads: Callable[[Tensor], Tensor]) -> str:
+    """Check ``split_heads(x, n_heads)`` (B, T, d_model) -> (B, h, T, d_k) and ``merge_heads``. Chapter 1."""
+    g = torch.Generator().manual_seed(13)
+    for B, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 2), (2, 1, 8, 4), (1, 4, 6, 1)]:
+        x = torch.randn(B, T, d_model, generator=g)
+        d_k = d_model // h
+        want = x.view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
+        got = call_student(split_heads, x.clone(), h, what="split_heads")
+        mistakes = {
+            "You viewed x straight as (B, h, T, d_k), which mixes tokens into heads: view as "
+            "(B, T, h, d_k), then transpose(1, 2).": x.reshape(B, h, T, d_k),
+            "d_model splits as (h, d_k), head first: view(B, T, h, d_k), not view(B, T, d_k, h).":
+                x.view(B, T, d_k, h).permute(0, 3, 1, 2),
+        }
+        expect_close(got, want, f"split_heads(x of shape {(B, T, d_model)}, n_heads={h})", mistakes)
+        heads = torch.randn(B, h, T, d_k, generator=g)
+        want_m = heads.transpose(1, 2).reshape(B, T, d_model)  # (B, T, h * d_k)
+        try:
+            got_m = call_student(merge_heads, heads.clone(), what="merge_heads")
+        except CheckFailed as failure:
+            if "view" in str(failure) and "contiguous" in str(failure):
+                raise CheckFailed(
+                    f"{failure} After transpose the tensor is not contiguous: use .reshape(...) "
+                    "or .contiguous().view(...)."
+                ) from None
+            raise
+        mistakes_m = {
+            "Transpose the heads back next to d_k (transpose(1, 2)) before reshaping to "
+            "(B, T, d_model); a reshape alone mixes tokens.": heads.reshape(B, T, d_model),
+        }
+        expect_close(got_m, want_m, f"merge_heads(x of shape {(B, h, T, d_k)})", mistakes_m)
+        back = call_student(merge_heads, call_student(split_heads, x.clone(), h, what="split_heads"),
+                            what="merge_heads")
+        expect_close(back, x, "merge_heads(split_heads(x)), which should give x back")
+    return "merge_heads undoes split_heads exactly."
+
+
+# ---------------------------------------------------------------- 1.4 a tiny multi-head attention
+def _wrong_mha(ref: MultiHeadAttention, x: Tensor, mask: Tensor | None, mistake: str) -> tuple[Tensor, Tensor]:
+    B, T, d_model = x.shape
+    h, d_k = ref.n_heads, ref.d_k
+    q, k, v = ref.W_Q(x), ref.W_K(x), ref.W_V(x)
+    if mistake == "bad-split":
+        q, k, v = (t.reshape(B, h, T, d_k) for t in (q, k, v))
+    else:
+        q, k, v = (ref.split_heads(t) for t in (q, k, v))  # (B, h, T, d_k)
+    scale = math.sqrt(d_model) if mistake == "sqrt-d-model" else math.sqrt(d_k)
+    scores = q @ k.transpose(-2, -1) / scale  # (B, h, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    out = weights @ v  # (B, h, T, d_k)
+    merged = out.reshape(B, T, d_model) if mistake == "bad-split" else ref.merge_heads(out)
+    return (merged if mistake == "no-W_O" else ref.W_O(merged)), weights
+
+
+@checker("1.4", "a tiny multi-head attention")
+def check_mha(cls: Callable[[int, int], nn.Module]) -> str:
+    """Check ``cls(d_model, n_heads)``: a module with W_Q, W_K, W_V, W_O and forward(x, mask=None). Chapter 1."""
+    g = torch.Generator().manual_seed(14)
+    for B, T, d_model, h, masked in [(2, 5, 16, 4, False), (1, 3, 8, 2, False), (2, 4, 12, 3, True),
+                                     (1, 1, 8, 1, False)]:
+        module = call_student(cls, d_model, h, what=f"MyMHA({d_model}, {h})")
+        if not isinstance(module, nn.Module):
+            raise CheckFailed(f"MyMHA(...) should build an nn.Module, got {type(module).__name__}")
+        ref = MultiHeadAttention(d_model, h)
+        for name in ("W_Q", "W_K", "W_V", "W_O"):
+            layer = getattr(module, name, None)
+            if not isinstance(layer, nn.Linear) or layer.weight.shape != (d_model, d_model) or layer.bias is None:
+                raise CheckFailed(
+                    f"MyMHA should have an attribute {name} = nn.Linear(d_model, d_model) (with bias), "
+                    f"got {_describe_layer(layer)}"
+                )
+            getattr(ref, name).load_state_dict(layer.state_dict())
+        n_params = sum(p.numel() for p in module.parameters())
+        if n_params != 4 * d_model * d_model + 4 * d_model:
+            raise CheckFailed(
+                f"MyMHA({d_model}, {h}) has {n_params} parameters; four d_model x d_model projections "
+                f"with biases have {4 * d_model * d_model + 4 * d_model}. Extra layers?"
+            )
+        x = torch.randn(B, T, d_model, generator=g)
+        mask = torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T) if masked else None
+        kwargs = {} if mask is None else {"mask": mask}
+        with torch.no_grad():
+            got = call_student(module, x.clone(), what="MyMHA.forward", **kwargs)
+            want_out, want_w = ref(x, mask=mask)
+            wrong = {
+                hint: _wrong_mha(ref, x, mask, key) for key, hint in [
+                    ("no-W_O", "Did you forget the output projection W_O after merging the heads?"),
+                    ("sqrt-d-model", "Each head scales by sqrt(d_k) = sqrt(d_model / n_heads), not sqrt(d_model)."),
+                    ("bad-split", "Split heads with view(B, T, h, d_k).transpose(1, 2), not view(B, h, T, d_k) "
+                                  "(and merge back the same way)."),
+                ]
+            }
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise CheckFailed(f"MyMHA.forward should return a tuple (output, weights), got {type(got).__name__}")
+        out, weights = got
+        what = f"for d_model={d_model}, n_heads={h}" + (" with a causal mask" if masked else "")
+        expect_tensor(weights, f"weights {what}", want_w.shape)
+        expect_close(weights, want_w, f"weights {what}", {hnt: w[1] for hnt, w in wrong.items()})
+        expect_close(out, want_out, f"output {what}", {hnt: w[0] for hnt, w in wrong.items()})
+    return "Same outputs and per-head weights as course_utils.attention.MultiHeadAttention."
+
+
+def _describe_layer(layer: object) -> str:
+    """A short description of what the learner put where an nn.Linear was expected."""
+    if layer is None:
+        return "no such attribute"
+    if isinstance(layer, nn.Linear):
+        bias = "with" if layer.bias is not None else "without"
+        return f"nn.Linear with weight {tuple(layer.weight.shape)} {bias} bias"
+    return type(layer).__name__
