@@ -1,0 +1,202 @@
+"""Tests for the Chapter 4 checkers: pass the reference, fail known mistakes with the right hint, stubs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_utils.exercises.ch04_masking import (
+    check_causal_mask,
+    check_combine,
+    check_masked_softmax,
+    check_padding_mask,
+)
+from course_utils.student import stub_source
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "04_masking.ipynb"
+
+
+# ----- reference solutions and realistic mistakes ---------------------------------------------
+
+def causal_ok(T):
+    return torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
+
+
+def causal_upper(T):
+    return torch.ones(T, T, dtype=torch.bool).triu().view(1, 1, T, T)
+
+
+def causal_no_diag(T):
+    return torch.ones(T, T, dtype=torch.bool).tril(-1).view(1, 1, T, T)
+
+
+def causal_inverted(T):
+    return torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T)
+
+
+def causal_2d(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
+def causal_float(T):
+    return torch.ones(1, 1, T, T).tril()
+
+
+@pytest.mark.parametrize("fn,hint", [
+    (causal_upper, "upper-triangular"),
+    (causal_no_diag, "diagonal is masked"),
+    (causal_inverted, "inverted"),
+    (causal_2d, "Add batch and head dimensions"),
+    (causal_float, "float 0/1"),
+])
+def test_causal_checker_names_mistake(fn, hint: str, capsys) -> None:
+    result = check_causal_mask(fn)
+    assert not result.passed and hint in result.message
+    assert hint in capsys.readouterr().out
+
+
+def test_causal_checker_passes_reference() -> None:
+    assert check_causal_mask(causal_ok).passed
+
+
+def pad_ok(tokens, pad_id):
+    B, T = tokens.shape
+    return (tokens != pad_id).view(B, 1, 1, T)
+
+
+def pad_inverted(tokens, pad_id):
+    B, T = tokens.shape
+    return (tokens == pad_id).view(B, 1, 1, T)
+
+
+def pad_2d(tokens, pad_id):
+    return tokens != pad_id
+
+
+def pad_query_side(tokens, pad_id):
+    B, T = tokens.shape
+    return (tokens != pad_id).view(B, 1, T, 1)
+
+
+def pad_fixed_zero(tokens, pad_id):
+    B, T = tokens.shape
+    return (tokens != 0).view(B, 1, 1, T)
+
+
+def pad_float(tokens, pad_id):
+    B, T = tokens.shape
+    return (tokens != pad_id).float().view(B, 1, 1, T)
+
+
+@pytest.mark.parametrize("fn,hint", [
+    (pad_inverted, "inverted: True marks the padding"),
+    (pad_2d, "Reshape with .view(B, 1, 1, T)"),
+    (pad_query_side, "not (B, 1, T, 1)"),
+    (pad_fixed_zero, "does not depend on pad_id"),
+    (pad_float, "float 0/1"),
+])
+def test_padding_checker_names_mistake(fn, hint: str) -> None:
+    result = check_padding_mask(fn)
+    assert not result.passed and hint in result.message
+
+
+def test_padding_checker_passes_reference() -> None:
+    assert check_padding_mask(pad_ok).passed
+
+
+@pytest.mark.parametrize("fn,hint", [
+    (lambda p, c: p | c, "It uses OR"),
+    (lambda p, c: c.expand(p.shape[0], 1, c.shape[-1], c.shape[-1]), "ignores the padding mask"),
+    (lambda p, c: p.expand(p.shape[0], 1, c.shape[-1], c.shape[-1]), "ignores the causal mask"),
+    (lambda p, c: (p & c).float(), "float 0/1"),
+    (lambda p, c: (p & c)[:, 0], "should have shape"),
+])
+def test_combine_checker_names_mistake(fn, hint: str) -> None:
+    result = check_combine(fn)
+    assert not result.passed and hint in result.message
+
+
+def test_combine_checker_passes_reference() -> None:
+    assert check_combine(lambda p, c: p & c).passed
+
+
+def softmax_ok(scores, mask):
+    any_kept = mask.any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+def softmax_nan(scores, mask):
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def softmax_big_negative(scores, mask):
+    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+
+
+def softmax_inverted(scores, mask):
+    return softmax_ok(scores, ~mask)
+
+
+def softmax_zero_fill(scores, mask):
+    return torch.softmax(scores.masked_fill(~mask, 0.0), dim=-1)
+
+
+def softmax_post_zero(scores, mask):
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+@pytest.mark.parametrize("fn,hint", [
+    (softmax_nan, "returns NaN"),
+    (softmax_big_negative, "not uniform"),
+    (softmax_inverted, "inverted"),
+    (softmax_zero_fill, "set to 0, not -inf"),
+    (softmax_post_zero, "not renormalised"),
+])
+def test_masked_softmax_checker_names_mistake(fn, hint: str) -> None:
+    result = check_masked_softmax(fn)
+    assert not result.passed and hint in result.message
+
+
+def test_masked_softmax_checker_passes_reference() -> None:
+    assert check_masked_softmax(softmax_ok).passed
+
+
+def test_checker_reports_crash_without_traceback() -> None:
+    result = check_causal_mask(lambda T: torch.ones(T, T)[T])
+    assert not result.passed and "raised IndexError" in result.message
+
+
+# ----- the notebook's solution cells: solved they pass, stubbed they say "not implemented yet" ----
+
+def _solution_cells() -> list[str]:
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and "solution" in c.get("metadata", {}).get("tags", [])]
+
+
+def _namespace() -> dict:
+    return {"torch": torch, "check_causal_mask": check_causal_mask, "check_padding_mask": check_padding_mask,
+            "check_combine": check_combine, "check_masked_softmax": check_masked_softmax}
+
+
+def test_notebook_has_four_solution_cells() -> None:
+    assert len(_solution_cells()) == 4
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_notebook_solution_passes(index: int, capsys) -> None:
+    exec(_solution_cells()[index], _namespace())
+    assert "all checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_student_stub_reports_not_implemented(index: int, capsys) -> None:
+    source = stub_source(_solution_cells()[index])
+    assert "NotImplementedError" in source and "### BEGIN SOLUTION" not in source
+    exec(source, _namespace())
+    out = capsys.readouterr().out
+    assert "not implemented yet" in out and "❌" not in out
