@@ -1,0 +1,209 @@
+"""Each Chapter 1 checker passes the reference, fails typical mistakes with the right hint, and reports stubs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from course_utils.attention import scaled_dot_product_attention
+from course_utils.exercises.ch01_attention import check_heads, check_mha, check_scaled_attention, check_softmax
+
+
+def stub(*args: object, **kwargs: object) -> None:
+    raise NotImplementedError("your code here")
+
+
+def assert_fails_with(result: object, hint: str) -> None:
+    assert not result, result.message  # type: ignore[attr-defined]
+    assert hint in result.message, result.message  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- 1.1 softmax
+def softmax_ref(x: torch.Tensor) -> torch.Tensor:
+    e = (x - x.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def test_softmax_passes_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check_softmax(softmax_ref)
+    assert "✅ Exercise 1.1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x: x.exp() / x.exp().sum(-1, keepdim=True), "Subtract each row's maximum before exp"),
+        (lambda x: softmax_ref(x.flatten()).view_as(x), "not the maximum of the whole tensor"),
+        (lambda x: torch.softmax(x, dim=0), "not over dim=0"),
+        (lambda x: torch.softmax(x, dim=1), "dim=1 is the last one only for 2-D inputs"),
+        (lambda x: x / x.sum(-1, keepdim=True), "forget the exp"),
+    ],
+)
+def test_softmax_catches_mistakes(wrong, hint: str) -> None:
+    assert_fails_with(check_softmax(wrong), hint)
+
+
+def test_softmax_stub_and_garbage(capsys: pytest.CaptureFixture[str]) -> None:
+    result = check_softmax(stub)
+    assert not result and result.not_implemented
+    assert "not implemented yet" in capsys.readouterr().out
+    assert_fails_with(check_softmax(lambda x: None), "should be a torch.Tensor, got NoneType")
+    assert_fails_with(check_softmax(lambda x: x[..., :1]), "should have shape")
+
+
+# ---------------------------------------------------------------- 1.2 scaled attention
+def attention_variant(scale=None, dim=-1, invert=False, fill=float("-inf"), fix_empty=False, weights_only=False):
+    def attention(q, k, v, mask=None):
+        s = q @ k.transpose(-2, -1) / (scale(q.shape[-1]) if scale else math.sqrt(q.shape[-1]))
+        if mask is not None:
+            keep = ~mask if invert else mask
+            s = s.masked_fill(~keep, fill)
+            if fix_empty:
+                s = s.masked_fill(~keep.any(-1, keepdim=True), 0.0)
+        w = torch.softmax(s, dim=dim)
+        if mask is not None and fix_empty:
+            w = w.masked_fill(~keep, 0.0)
+        return w if weights_only else (w @ v, w)
+
+    return attention
+
+
+def test_scaled_attention_passes_reference() -> None:
+    assert check_scaled_attention(lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask))
+    assert check_scaled_attention(attention_variant(fix_empty=True))
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (attention_variant(scale=lambda d: d), "divide by d_k instead of sqrt(d_k)"),
+        (attention_variant(scale=lambda d: 1.0), "forget the scaling"),
+        (attention_variant(dim=-2), "wrong dimension: normalise over the keys (dim=-1), not the queries"),
+        (attention_variant(invert=True, fix_empty=True), "The mask is inverted: True means keep"),
+        (attention_variant(invert=True), "inverted"),
+        (attention_variant(fill=0.0), "Masked scores must become -inf"),
+        (attention_variant(), "not NaN"),
+        (attention_variant(weights_only=True), "should return a tuple (output, weights)"),
+    ],
+)
+def test_scaled_attention_catches_mistakes(wrong, hint: str) -> None:
+    assert_fails_with(check_scaled_attention(wrong), hint)
+
+
+def test_scaled_attention_stub_and_crash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check_scaled_attention(stub).not_implemented
+    assert "not implemented yet" in capsys.readouterr().out
+    # a learner function that does not accept a mask: a readable message, no traceback
+    result = check_scaled_attention(lambda q, k, v: scaled_dot_product_attention(q, k, v))
+    assert_fails_with(result, "my_attention raised TypeError")
+
+
+# ---------------------------------------------------------------- 1.3 heads
+def split_ref(x, n_heads):
+    B, T, d_model = x.shape
+    return x.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)
+
+
+def merge_ref(x):
+    B, h, T, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, T, h * d_k)
+
+
+def test_heads_pass_reference() -> None:
+    assert check_heads(split_ref, merge_ref)
+
+
+@pytest.mark.parametrize(
+    ("split", "merge", "hint"),
+    [
+        (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), merge_ref, "view as (B, T, h, d_k), then transpose"),
+        (lambda x, h: x.view(*x.shape[:2], -1, h).permute(0, 3, 1, 2), merge_ref, "head first"),
+        (split_ref, lambda x: x.reshape(x.shape[0], x.shape[2], -1), "Transpose the heads back"),
+        (split_ref, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous: use .reshape"),
+        (lambda x, h: x.view(*x.shape[:2], h, -1), merge_ref, "should have shape"),
+    ],
+)
+def test_heads_catch_mistakes(split, merge, hint: str) -> None:
+    assert_fails_with(check_heads(split, merge), hint)
+
+
+def test_heads_stub() -> None:
+    assert check_heads(stub, merge_ref).not_implemented
+    assert check_heads(split_ref, stub).not_implemented
+
+
+# ---------------------------------------------------------------- 1.4 MHA module
+class TinyMHA(nn.Module):
+    mistake = ""
+
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        B, T, d_model = x.shape
+        if self.mistake == "bad-split":
+            q, k, v = (W(x).reshape(B, self.n_heads, T, self.d_k) for W in (self.W_Q, self.W_K, self.W_V))
+        else:
+            q, k, v = (split_ref(W(x), self.n_heads) for W in (self.W_Q, self.W_K, self.W_V))
+        scale = math.sqrt(d_model) if self.mistake == "sqrt-d-model" else math.sqrt(self.d_k)
+        s = q @ k.transpose(-2, -1) / scale
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(s, -1)
+        out = (w @ v).reshape(B, T, d_model) if self.mistake == "bad-split" else merge_ref(w @ v)
+        return (out if self.mistake == "no-W_O" else self.W_O(out)), w
+
+
+def make(mistake: str) -> type[TinyMHA]:
+    return type(f"TinyMHA_{mistake}", (TinyMHA,), {"mistake": mistake})
+
+
+def test_mha_passes_reference() -> None:
+    assert check_mha(TinyMHA)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "hint"),
+    [
+        ("no-W_O", "forget the output projection W_O"),
+        ("sqrt-d-model", "scales by sqrt(d_k) = sqrt(d_model / n_heads), not sqrt(d_model)"),
+        ("bad-split", "Split heads with view(B, T, h, d_k).transpose(1, 2)"),
+    ],
+)
+def test_mha_catches_mistakes(mistake: str, hint: str) -> None:
+    assert_fails_with(check_mha(make(mistake)), hint)
+
+
+class NoBias(TinyMHA):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__(d_model, n_heads)
+        self.W_O = nn.Linear(d_model, d_model, bias=False)
+
+
+class Extra(TinyMHA):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__(d_model, n_heads)
+        self.extra = nn.Linear(d_model, 1)
+
+
+def test_mha_structure_problems() -> None:
+    assert_fails_with(check_mha(NoBias), "W_O = nn.Linear(d_model, d_model) (with bias), got nn.Linear")
+    assert_fails_with(check_mha(Extra), "Extra layers?")
+    assert_fails_with(check_mha(lambda d, h: nn.Linear(d, d)), "W_Q = nn.Linear(d_model, d_model) (with bias), got no")
+    assert_fails_with(check_mha(lambda d, h: "module"), "should build an nn.Module, got str")
+
+
+class StubMHA(nn.Module):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        raise NotImplementedError("your code here")
+
+
+def test_mha_stub(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check_mha(StubMHA).not_implemented
+    assert "not implemented yet" in capsys.readouterr().out
