@@ -1,7 +1,7 @@
 """The architecture drawing of the landing page: the whole encoder-decoder Transformer.
 
 Drawn with matplotlib from boxes and arrows (no image file), so it is deterministic, readable at
-page width and uses the paper's names: $d_{model}$, $h$, $N$, $d_{ff}$.
+page width and uses the paper's names: ``d_model``, ``h``, ``N``, ``d_ff``.
 """
 
 from __future__ import annotations
