@@ -27,6 +27,11 @@ def softmax_ref(x: torch.Tensor) -> torch.Tensor:
     return e / e.sum(dim=-1, keepdim=True)
 
 
+def global_max_softmax(x: torch.Tensor) -> torch.Tensor:
+    e = (x - x.max()).exp()  # the maximum of the whole tensor, not of each row
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 def test_softmax_passes_reference(capsys: pytest.CaptureFixture[str]) -> None:
     assert check_softmax(softmax_ref)
     assert "✅ Exercise 1.1" in capsys.readouterr().out
@@ -36,7 +41,7 @@ def test_softmax_passes_reference(capsys: pytest.CaptureFixture[str]) -> None:
     ("wrong", "hint"),
     [
         (lambda x: x.exp() / x.exp().sum(-1, keepdim=True), "Subtract each row's maximum before exp"),
-        (lambda x: softmax_ref(x.flatten()).view_as(x), "not the maximum of the whole tensor"),
+        (global_max_softmax, "not the maximum of the whole tensor"),
         (lambda x: torch.softmax(x, dim=0), "not over dim=0"),
         (lambda x: torch.softmax(x, dim=1), "dim=1 is the last one only for 2-D inputs"),
         (lambda x: x / x.sum(-1, keepdim=True), "forget the exp"),
