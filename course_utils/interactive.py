@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import itertools
+import json
 import re
 from collections.abc import Callable, Sequence
 
@@ -65,6 +66,9 @@ class FrameExplorer:
             raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
         if not controls:
             raise ValueError("controls must name at least one control, got none")
+        for name, values in controls:
+            if len(values) == 0:
+                raise ValueError(f"control {name!r} must have at least one value, got none")
         expected = set(itertools.product(*(range(len(values)) for _, values in controls)))
         if set(frames) != expected:
             missing = sorted(expected - set(frames))[:3]
@@ -81,7 +85,7 @@ class FrameExplorer:
 
     def _repr_html_(self) -> str:
         labels = [[str(v) for v in values] for _, values in self.controls]
-        label_json = html.escape(repr(labels).replace("'", '"'))
+        label_json = html.escape(json.dumps(labels))
         rows = []
         for i, (name, values) in enumerate(self.controls):
             rows.append(

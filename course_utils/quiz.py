@@ -18,7 +18,8 @@ class Question:
 
     def __post_init__(self) -> None:
         if self.choices:
-            if not isinstance(self.answer, int) or not 0 <= self.answer < len(self.choices):
+            is_index = isinstance(self.answer, int) and not isinstance(self.answer, bool)
+            if not is_index or not 0 <= self.answer < len(self.choices):
                 raise ValueError(
                     f"answer must be the index of the right choice (0..{len(self.choices) - 1}), "
                     f"got {self.answer!r}"

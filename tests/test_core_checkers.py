@@ -1,0 +1,119 @@
+"""Tests for course_utils.exercises.core: a checker never lets a traceback out."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils.exercises.core import (
+    CheckFailed,
+    CheckResult,
+    call_student,
+    checker,
+    close,
+    describe,
+    expect_close,
+    expect_tensor,
+)
+
+
+@checker("0.1", "double")
+def check_double(fn) -> str:
+    x = torch.arange(6.0).view(2, 3)
+    got = call_student(fn, x, what="double")
+    expect_close(got, 2 * x, "double(x)", mistakes={"Did you add 2 instead of multiplying?": x + 2})
+    return "Nice."
+
+
+def test_pass_prints_one_line_and_is_truthy(capsys: pytest.CaptureFixture[str]) -> None:
+    result = check_double(lambda x: x * 2)
+    assert isinstance(result, CheckResult) and result and result.passed
+    out = capsys.readouterr().out
+    assert out == "✅ Exercise 0.1 (double): all checks passed. Nice.\n"
+
+
+def test_known_mistake_is_named() -> None:
+    result = check_double(lambda x: x + 2)
+    assert not result
+    assert result.message == "❌ Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
+
+
+def test_unknown_wrong_answer_reports_largest_difference() -> None:
+    result = check_double(lambda x: x * 2 + torch.tensor([[0, 0, 0], [0, 0.5, 0]]))
+    assert "largest difference 0.5 at index (1, 1) (got 8.5, expected 8)" in result.message
+
+
+def test_learner_exception_becomes_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(x):
+        return x @ torch.ones(5)
+
+    result = check_double(broken)
+    assert not result and not result.not_implemented
+    out = capsys.readouterr().out
+    assert "double raised RuntimeError" in out and "called with tensor of shape (2, 3) (float32)" in out
+    assert "Traceback" not in out and out.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("fn", "text"),
+    [
+        (lambda x: None, "double(x) should be a torch.Tensor, got NoneType"),
+        (lambda x: x.tolist(), "should be a torch.Tensor, got list"),
+        (lambda x: 2 * x.T, "should have shape (2, 3), got (3, 2)"),
+        (42, "expected a function or class, got int 42"),
+        (lambda x: x * float("nan"), "contains NaN where the reference has numbers"),
+    ],
+)
+def test_wrong_type_shape_none_not_callable(fn, text: str) -> None:
+    result = check_double(fn)
+    assert not result and text in result.message
+
+
+def test_stub_is_not_implemented(capsys: pytest.CaptureFixture[str]) -> None:
+    def stub(x):
+        raise NotImplementedError("your code here")
+
+    result = check_double(stub)
+    assert result.not_implemented and not result
+    assert "not implemented yet" in capsys.readouterr().out
+
+
+def test_stub_reached_outside_call_student_is_not_implemented() -> None:
+    class Stub(torch.nn.Module):
+        def forward(self, x):
+            raise NotImplementedError
+
+    @checker("0.2", "module")
+    def check_module(cls) -> None:
+        module = call_student(cls, what="Stub()")
+        module.forward(torch.zeros(1))  # called directly, not through call_student
+
+    assert check_module(Stub).not_implemented
+
+
+def test_bug_in_checker_itself_is_caught() -> None:
+    @checker("0.3", "buggy")
+    def check_buggy(fn) -> None:
+        {}["missing"]
+
+    result = check_buggy(lambda: None)
+    assert not result and "checking stopped with KeyError" in result.message
+
+
+def test_nan_in_both_tensors_at_different_places_is_a_clean_failure() -> None:
+    want = torch.tensor([float("nan"), 1.0])
+    with pytest.raises(CheckFailed, match="largest difference inf at index"):
+        expect_close(torch.tensor([1.0, float("nan")]), want, "x")
+    expect_close(torch.tensor([float("nan"), 1.0]), want, "x")  # same NaN pattern: equal
+
+
+def test_helpers() -> None:
+    assert close(torch.ones(2), torch.ones(2) + 1e-7)
+    assert not close(torch.ones(2), torch.ones(3))
+    assert not close(torch.ones(2), [1.0, 1.0])  # type: ignore[arg-type]
+    assert describe(torch.zeros(2, 3)) == "tensor of shape (2, 3) (float32)"
+    assert describe((torch.zeros(1), 3)) == "(tensor of shape (1,) (float32), 3)"
+    with pytest.raises(CheckFailed, match="got tuple"):
+        expect_tensor((1, 2), "out")
+    with pytest.raises(CheckFailed, match="my_fn raised ValueError: bad .called with 1, k=2"):
+        call_student(lambda a, k: (_ for _ in ()).throw(ValueError("bad")), 1, k=2, what="my_fn")

@@ -1,0 +1,105 @@
+"""Tests for course_utils.student: the student copy of Chapter 1 has stubs that the checkers report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import pytest  # noqa: E402
+
+from course_utils.student import BEGIN, END, main, make_student_copy, stub_source  # noqa: E402
+
+CHAPTER = Path(__file__).resolve().parents[1] / "chapters" / "01_attention.ipynb"
+
+SOLUTION_CELL = f"""def my_fn(x):
+    \"\"\"Doc.\"\"\"
+    {BEGIN}
+    y = x + 1
+    return y
+    {END}
+
+
+class M:
+    def f(self):
+        {BEGIN}
+        return 1
+        {END}
+
+
+check(my_fn)"""
+
+
+def test_stub_source_replaces_each_block_keeping_indent() -> None:
+    out = stub_source(SOLUTION_CELL)
+    assert "y = x + 1" not in out and "return 1" not in out and BEGIN not in out and END not in out
+    assert '    raise NotImplementedError("your code here")' in out.splitlines()
+    assert '        raise NotImplementedError("your code here")' in out.splitlines()
+    assert out.count("raise NotImplementedError") == 2
+    assert out.startswith('def my_fn(x):\n    """Doc."""') and out.endswith("check(my_fn)")
+    compile(out, "<stub>", "exec")  # still valid Python
+
+
+def test_stub_source_leaves_plain_code_alone() -> None:
+    assert stub_source("x = 1\nprint(x)") == "x = 1\nprint(x)"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [(f"{BEGIN}\n{BEGIN}\n{END}", "twice"), (f"x\n{END}", "without"), (f"{BEGIN}\nx", "no matching")],
+)
+def test_stub_source_unbalanced_markers(source: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        stub_source(source)
+
+
+@pytest.fixture(scope="module")
+def student_nb(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, int]:
+    dst = tmp_path_factory.mktemp("student") / "01_attention.ipynb"
+    n = make_student_copy(CHAPTER, dst)
+    return json.loads(dst.read_text(encoding="utf-8")), n
+
+
+def test_student_copy_of_chapter_1(student_nb: tuple[dict, int]) -> None:
+    nb, n = student_nb
+    original = json.loads(CHAPTER.read_text(encoding="utf-8"))
+    assert n == 6  # solution blocks: softmax, attention, split, merge, MyMHA.__init__, MyMHA.forward
+    assert len(nb["cells"]) == len(original["cells"])
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    sources = ["".join(c["source"]) for c in code]
+    assert not any(BEGIN in s or END in s for s in sources)
+    assert not any("x.max(dim=-1, keepdim=True)" in s for s in sources)  # the softmax solution is gone
+    stubs = [c for c in code if "raise NotImplementedError" in "".join(c["source"])]
+    assert all("solution" not in c["metadata"].get("tags", []) for c in stubs)
+    assert all("hide-input" not in c["metadata"].get("tags", []) for c in stubs)
+    originals = [c for c in original["cells"] if c["cell_type"] == "code" and BEGIN in "".join(c["source"])]
+    assert len(stubs) == len(originals) == 4
+
+
+def test_stubbed_exercises_report_not_implemented(
+    student_nb: tuple[dict, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb, _ = student_nb
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    namespace: dict = {}
+    exec(code[0], namespace)  # the imports of the chapter
+    exec(next(s for s in code if "from course_utils.exercises.ch01_attention import" in s), namespace)
+    capsys.readouterr()
+    stubs = [s for s in code if "raise NotImplementedError" in s]
+    for source in stubs:
+        exec(source, namespace)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(stubs) == 4
+    for n, line in enumerate(lines, 1):
+        assert line.startswith(f"⏳ Exercise 1.{n} ") and "not implemented yet" in line, line
+
+
+def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main([str(CHAPTER), "--out", str(tmp_path)])
+    assert (tmp_path / CHAPTER.name).exists()
+    assert "6 exercise(s) turned into stubs" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.ipynb"), "--out", str(tmp_path)])
