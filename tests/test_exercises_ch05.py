@@ -1,0 +1,192 @@
+"""Tests for the Chapter 5 checkers: pass the reference, fail known mistakes with the right hint, stubs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.exercises.ch05_transformer import (
+    check_decoder_block,
+    check_embed,
+    check_encoder_layer_params,
+    check_ffn,
+)
+from course_utils.student import stub_source
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "05_transformer.ipynb"
+
+
+# ----- 5.1 FFN ---------------------------------------------------------------------------------
+def make_ffn(act=torch.relu, bias=True, relu_after=False, dropout_on=True, swap=False):
+    class FFN(nn.Module):
+        def __init__(self, d_model, d_ff, dropout=0.1):
+            super().__init__()
+            self.linear1 = nn.Linear(d_model, d_model if swap else d_ff, bias=bias)
+            self.linear2 = nn.Linear(d_model if swap else d_ff, d_model, bias=bias)
+            self.dropout = nn.Dropout(dropout if dropout_on else 0.0)
+
+        def forward(self, x):
+            y = self.linear2(self.dropout(act(self.linear1(x))))
+            return torch.relu(y) if relu_after else y
+
+    return FFN
+
+
+def test_ffn_reference_passes(capsys):
+    assert check_ffn(make_ffn()).passed
+    assert "all checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("cls", "hint"), [
+    (make_ffn(act=lambda x: x), "forget the ReLU"),
+    (make_ffn(relu_after=True), "not after the second one"),
+    (make_ffn(act=F.gelu), "not GELU"),
+    (make_ffn(act=torch.tanh), "not tanh"),
+    (make_ffn(bias=False), "no biases"),
+    (make_ffn(swap=True), "two nn.Linear layers"),
+    (make_ffn(dropout_on=False), "should apply dropout"),
+])
+def test_ffn_checker_names_mistake(cls, hint):
+    result = check_ffn(cls)
+    assert not result.passed and hint in result.message, result.message
+
+
+# ----- 5.2 parameter count -----------------------------------------------------------------------
+def params_ok(d, f):
+    return 4 * (d * d + d) + 2 * d * f + d + f + 4 * d
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda d, f: 4 * d * d + 2 * d * f + 4 * d, "forget the biases"),
+    (lambda d, f: 4 * (d * d + d) + 2 * d * f + d + f, "forget the LayerNorm"),
+    (lambda d, f: 4 * (d * d + d) + 2 * d * f + d + f + 2 * d, "only one LayerNorm"),
+    (lambda d, f: 3 * (d * d + d) + 2 * d * f + d + f + 4 * d, "3 projections instead of 4"),
+    (lambda d, f: 4 * (d * d + d) + 2 * d * f + 2 * f + 4 * d, "both FFN biases d_ff"),
+    (lambda d, f: params_ok(d, f) + 1, "differs from the reference"),
+    (lambda d, f: "many", "should return an int"),
+])
+def test_count_checker_names_mistake(fn, hint):
+    result = check_encoder_layer_params(fn)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_count_reference_passes():
+    result = check_encoder_layer_params(params_ok)
+    assert result.passed and "3,152,384" in result.message
+    assert check_encoder_layer_params(lambda d, f: float(params_ok(d, f))).passed
+
+
+# ----- 5.3 decoder block ------------------------------------------------------------------------------
+def block_ok(block, x, memory, tgt_mask, src_mask):
+    x = block.norm1(x + block.self_attn(x, mask=tgt_mask)[0])
+    x = block.norm2(x + block.cross_attn(x, memory, memory, mask=src_mask)[0])
+    return block.norm3(x + block.ffn(x))
+
+
+def block_kv_from_decoder(block, x, memory, tgt_mask, src_mask):
+    x = block.norm1(x + block.self_attn(x, mask=tgt_mask)[0])
+    x = block.norm2(x + block.cross_attn(x, x, x, mask=tgt_mask)[0])
+    return block.norm3(x + block.ffn(x))
+
+
+def block_q_from_memory(block, x, memory, tgt_mask, src_mask):
+    x = block.norm1(x + block.self_attn(x, mask=tgt_mask)[0])
+    x = block.norm2(memory + block.cross_attn(memory, x, x)[0])
+    return block.norm3(x + block.ffn(x))
+
+
+def block_no_causal(block, x, memory, tgt_mask, src_mask):
+    return block_ok(block, x, memory, None, src_mask)
+
+
+def block_no_src_mask(block, x, memory, tgt_mask, src_mask):
+    return block_ok(block, x, memory, tgt_mask, None)
+
+
+def block_no_residual(block, x, memory, tgt_mask, src_mask):
+    x = block.norm1(x + block.self_attn(x, mask=tgt_mask)[0])
+    x = block.norm2(block.cross_attn(x, memory, memory, mask=src_mask)[0])
+    return block.norm3(x + block.ffn(x))
+
+
+def block_pre_ln(block, x, memory, tgt_mask, src_mask):
+    x = x + block.self_attn(block.norm1(x), mask=tgt_mask)[0]
+    x = x + block.cross_attn(block.norm2(x), memory, memory, mask=src_mask)[0]
+    return x + block.ffn(block.norm3(x))
+
+
+def test_decoder_reference_passes():
+    assert check_decoder_block(block_ok).passed
+    assert check_decoder_block(lambda *a: (block_ok(*a), None)).passed  # a (x, weights) tuple is fine
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (block_kv_from_decoder, "K and V must come from the encoder output"),
+    (block_q_from_memory, "queries of cross-attention come from the decoder"),
+    (block_no_causal, "causal tgt_mask"),
+    (block_no_src_mask, "needs src_mask"),
+    (block_no_residual, "residual around cross-attention"),
+    (block_pre_ln, "you wrote pre-LN"),
+])
+def test_decoder_checker_names_mistake(fn, hint):
+    result = check_decoder_block(fn)
+    assert not result.passed and hint in result.message, result.message
+
+
+# ----- 5.4 embeddings ------------------------------------------------------------------------------------
+def embed_ok(tokens, embedding, pe):
+    return embedding(tokens) * math.sqrt(embedding.embedding_dim) + pe[: tokens.shape[1]]
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda t, e, pe: e(t) + pe[: t.shape[1]], "Multiply the embeddings by sqrt(d_model)"),
+    (lambda t, e, pe: e(t) * e.embedding_dim + pe[: t.shape[1]], "not by d_model"),
+    (lambda t, e, pe: e(t) / math.sqrt(e.embedding_dim) + pe[: t.shape[1]], "multiplied by sqrt"),
+    (lambda t, e, pe: (e(t) + pe[: t.shape[1]]) * math.sqrt(e.embedding_dim), "then add PE"),
+    (lambda t, e, pe: e(t) * math.sqrt(e.embedding_dim) + pe[:4], "raised RuntimeError"),
+])
+def test_embed_checker_names_mistake(fn, hint):
+    result = check_embed(fn)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_embed_reference_passes():
+    assert check_embed(embed_ok).passed
+
+
+# ----- the notebook's solution cells: solved they pass, stubbed they say "not implemented yet" ----
+def _solution_cells() -> list[str]:
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and "solution" in c.get("metadata", {}).get("tags", [])]
+
+
+def _namespace() -> dict:
+    return {"torch": torch, "nn": nn, "math": math, "check_ffn": check_ffn,
+            "check_encoder_layer_params": check_encoder_layer_params,
+            "check_decoder_block": check_decoder_block, "check_embed": check_embed}
+
+
+def test_notebook_has_four_solution_cells():
+    assert len(_solution_cells()) == 4
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_notebook_solution_passes(index, capsys):
+    exec(_solution_cells()[index], _namespace())
+    assert "all checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_student_stub_reports_not_implemented(index, capsys):
+    source = stub_source(_solution_cells()[index])
+    assert "NotImplementedError" in source and "### BEGIN SOLUTION" not in source
+    exec(source, _namespace())
+    out = capsys.readouterr().out
+    assert "not implemented yet" in out and "❌" not in out
