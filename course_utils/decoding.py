@@ -1,0 +1,171 @@
+"""Decoding a trained encoder-decoder: greedy (with or without a KV cache), beam search and
+temperature sampling. Chapter 6.
+
+All functions take a ``course_utils.model.Transformer`` (anything with ``encode``,
+``decode`` and ``new_cache``) and a batch of source ids ``src`` (B, T_src), and return the
+generated target ids without the leading SOS; after a sequence's EOS come PAD tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
+from .masks import padding_mask
+from .validate import check_positive_int, check_rank
+
+
+def _check_inputs(model: nn.Module, src: Tensor, max_len: int) -> None:
+    for attr in ("encode", "decode", "new_cache"):
+        if not hasattr(model, attr):
+            raise TypeError(f"model must be an encoder-decoder Transformer with .{attr}(), got {type(model).__name__}")
+    check_rank("src", src, 2, "(B, T_src) of token ids")
+    check_positive_int("max_len", max_len)
+
+
+def _step_logits(model: nn.Module, ys: Tensor, memory: Tensor, src_mask: Tensor, cache: object | None) -> Tensor:
+    """Logits (B, V) for the next token after the prefix ``ys`` (B, t)."""
+    if cache is None:
+        return model.decode(ys, memory, src_mask)[:, -1]  # recompute the whole prefix: (B, t, V) -> (B, V)
+    return model.decode(ys[:, -1:], memory, src_mask, cache=cache)[:, -1]  # only the newest token: (B, 1, V)
+
+
+@torch.no_grad()
+def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool = True) -> Tensor:
+    """Pick the most likely next token at every step; ids (B, <= max_len). Chapter 6.
+
+    With ``use_cache=True`` each step feeds only the newest token and reuses the keys and
+    values of the earlier ones (KV cache); with False it recomputes the whole prefix. Both
+    give the same tokens.
+    """
+    _check_inputs(model, src, max_len)
+    model.eval()
+    src_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, T_src)
+    memory = model.encode(src, src_mask)  # (B, T_src, d_model), computed once
+    B = src.shape[0]
+    ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    cache = model.new_cache() if use_cache else None
+    for _ in range(max_len):
+        next_id = _step_logits(model, ys, memory, src_mask, cache).argmax(dim=-1)  # (B,)
+        next_id = next_id.masked_fill(finished, PAD_ID)  # finished rows only pad
+        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
+        finished |= next_id == EOS_ID
+        if bool(finished.all()):
+            break
+    return ys[:, 1:]
+
+
+@torch.no_grad()
+def sample_decode(
+    model: nn.Module,
+    src: Tensor,
+    max_len: int,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Sample each next token from softmax(logits / temperature); ids (B, <= max_len). Chapter 6.
+
+    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it.
+    """
+    _check_inputs(model, src, max_len)
+    if not isinstance(temperature, (int, float)) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    model.eval()
+    src_mask = padding_mask(src, PAD_ID)
+    memory = model.encode(src, src_mask)
+    B = src.shape[0]
+    ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    cache = model.new_cache()
+    for _ in range(max_len):
+        logits = _step_logits(model, ys, memory, src_mask, cache)  # (B, V)
+        probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
+        next_id = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
+        next_id = next_id.masked_fill(finished, PAD_ID)
+        ys = torch.cat([ys, next_id[:, None]], dim=1)
+        finished |= next_id == EOS_ID
+        if bool(finished.all()):
+            break
+    return ys[:, 1:]
+
+
+@torch.no_grad()
+def beam_search(
+    model: nn.Module, src: Tensor, max_len: int, beam_size: int = 4, length_penalty: float = 0.0
+) -> list[tuple[list[int], float]]:
+    """Beam search for one source (1, T_src): the ``beam_size`` best hypotheses, best first. Chapter 6.
+
+    Each hypothesis is (ids ending with EOS unless max_len was reached, score), where score is
+    the sum of log-probabilities divided by len(ids) ** length_penalty. Beam size 1 is greedy.
+    """
+    _check_inputs(model, src, max_len)
+    check_positive_int("beam_size", beam_size)
+    if src.shape[0] != 1:
+        raise ValueError(
+            f"beam_search decodes one source at a time: src must have shape (1, T_src), got {tuple(src.shape)}"
+        )
+    model.eval()
+    src_mask = padding_mask(src, PAD_ID)
+    memory = model.encode(src, src_mask)  # (1, T_src, d_model)
+    alive: list[tuple[list[int], float]] = [([SOS_ID], 0.0)]  # (prefix with SOS, sum of log-probs)
+    done: list[tuple[list[int], float]] = []
+
+    def final_score(ids: list[int], logp: float) -> float:
+        return logp / (len(ids) ** length_penalty)
+
+    for _ in range(max_len):
+        k = len(alive)
+        ys = torch.tensor([ids for ids, _ in alive], dtype=torch.long, device=src.device)  # (k, t)
+        logits = model.decode(ys, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
+        logp = torch.log_softmax(logits, dim=-1)  # (k, V)
+        totals = logp + torch.tensor([s for _, s in alive], device=src.device)[:, None]  # (k, V)
+        top = torch.topk(totals.flatten(), min(beam_size, totals.numel()))  # best continuations overall
+        V = logp.shape[-1]
+        new_alive = []
+        for score, flat in zip(top.values.tolist(), top.indices.tolist(), strict=False):
+            beam, token = divmod(flat, V)
+            ids = alive[beam][0] + [token]
+            if token == EOS_ID:
+                done.append((ids[1:], score))
+            else:
+                new_alive.append((ids, score))
+        alive = new_alive
+        best_done = max((final_score(i, s) for i, s in done), default=float("-inf"))
+        # log-probabilities only go down, so with no length penalty an alive beam can never beat it
+        if not alive or (len(done) >= beam_size and length_penalty == 0.0) or (
+            length_penalty == 0.0 and alive and best_done >= max(s for _, s in alive)
+        ):
+            break
+    done.extend((ids[1:], s) for ids, s in alive)  # unfinished hypotheses at max_len
+    ranked = sorted(((ids, final_score(ids, s)) for ids, s in done), key=lambda x: -x[1])
+    return ranked[:beam_size]
+
+
+def _src_for(strings: Sequence[str]) -> Tensor:
+    return make_batch(list(strings))[0]  # (B, T_src)
+
+
+def reverse_strings(model: nn.Module, strings: Sequence[str], batch_size: int = 500, extra: int = 2) -> list[str]:
+    """The model's greedy (KV-cached) reversal of each string. Chapter 6."""
+    check_positive_int("batch_size", batch_size)
+    out: list[str] = []
+    for i in range(0, len(strings), batch_size):
+        chunk = list(strings[i : i + batch_size])
+        src = _src_for(chunk)
+        ids = greedy_decode(model, src, max_len=src.shape[1] + extra)
+        out.extend(decode(row) for row in ids)
+    return out
+
+
+def sample_reversals(
+    model: nn.Module, text: str, n: int = 5, temperature: float = 0.8, generator: torch.Generator | None = None
+) -> list[str]:
+    """``n`` sampled reversals of ``text`` at the given temperature. Chapter 6."""
+    check_positive_int("n", n)
+    src = _src_for([text]).expand(n, -1)  # (n, T_src): the same source n times
+    ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator)
+    return [decode(row) for row in ids]

@@ -1,0 +1,99 @@
+"""Evaluation of string reversal: exact match and per-token accuracy by length. Chapter 6."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import torch
+from torch import nn
+
+from .data import random_strings
+from .validate import check_positive_int
+
+
+def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
+    """Fraction of predictions equal to their target string. Chapter 6."""
+    _check_pairs(predictions, targets)
+    return sum(p == t for p, t in zip(predictions, targets, strict=False)) / len(targets)
+
+
+def token_accuracy(predictions: Sequence[str], targets: Sequence[str]) -> float:
+    """Fraction of target characters predicted correctly at the same position. Chapter 6.
+
+    A prediction that is too short gets those missing positions wrong; extra characters
+    beyond the target's length are not counted here (exact match catches them).
+    """
+    _check_pairs(predictions, targets)
+    right = sum(sum(a == b for a, b in zip(p, t, strict=False)) for p, t in zip(predictions, targets, strict=False))
+    total = sum(len(t) for t in targets)
+    if total == 0:
+        raise ValueError("targets must contain at least one character in total")
+    return right / total
+
+
+def _check_pairs(predictions: Sequence[str], targets: Sequence[str]) -> None:
+    for name, seq in (("predictions", predictions), ("targets", targets)):
+        if isinstance(seq, str) or not isinstance(seq, Sequence):
+            raise TypeError(f"{name} must be a list of str, got {type(seq).__name__}")
+    if len(predictions) != len(targets) or not targets:
+        raise ValueError(
+            f"predictions and targets must be non-empty and equally long, got {len(predictions)} "
+            f"and {len(targets)}"
+        )
+
+
+Predictor = Callable[[list[str]], list[str]]
+
+
+def as_predictor(model_or_fn: nn.Module | Predictor, batch_size: int = 500) -> Predictor:
+    """A function list[str] -> list[str]: a model is wrapped with batched greedy decoding. Chapter 6."""
+    if isinstance(model_or_fn, nn.Module):
+        from .decoding import reverse_strings
+
+        def predict(strings: list[str]) -> list[str]:
+            return reverse_strings(model_or_fn, strings, batch_size=batch_size)
+
+        return predict
+    if callable(model_or_fn):
+        return model_or_fn
+    raise TypeError(
+        f"model must be an nn.Module or a function list[str] -> list[str], got {type(model_or_fn).__name__}"
+    )
+
+
+def evaluate_by_length(
+    model: nn.Module | Predictor,
+    lengths: Iterable[int] = range(3, 16),
+    n_per_length: int = 200,
+    seed: int = 1234,
+) -> dict[int, dict[str, float]]:
+    """{length: {"exact_match", "token_accuracy"}} on ``n_per_length`` fresh random strings each. Chapter 6.
+
+    The test strings come from their own seeded generator, so every model is scored on the
+    same strings and training data (drawn from another generator) does not leak in.
+    """
+    check_positive_int("n_per_length", n_per_length)
+    predict = as_predictor(model)
+    generator = torch.Generator().manual_seed(seed)
+    results: dict[int, dict[str, float]] = {}
+    for n in lengths:
+        check_positive_int("length", n)
+        strings = random_strings(n_per_length, n, n, generator)
+        targets = [s[::-1] for s in strings]
+        predictions = predict(strings)
+        results[n] = {
+            "exact_match": exact_match(predictions, targets),
+            "token_accuracy": token_accuracy(predictions, targets),
+        }
+    return results
+
+
+def results_table(results: dict[int, dict[str, float]], train_range: tuple[int, int] | None = None) -> str:
+    """A plain-text table of :func:`evaluate_by_length` results, in percent. Chapter 6."""
+    lines = [f"{'length':>6} {'exact match':>12} {'token acc.':>11}  "]
+    for n, r in results.items():
+        note = ""
+        if train_range is not None:
+            note = "in training range" if train_range[0] <= n <= train_range[1] else "longer than any training string"
+        lines.append(f"{n:>6} {100 * r['exact_match']:>11.1f}% {100 * r['token_accuracy']:>10.1f}%  {note}")
+    return "\n".join(line.rstrip() for line in lines)

@@ -1,0 +1,83 @@
+"""course_utils.decoding on random untrained models: cache == recompute, beam 1 == greedy, seeded sampling."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils.data import EOS_ID, PAD_ID, VOCAB_SIZE, make_batch, random_strings
+from course_utils.decoding import beam_search, greedy_decode, reverse_strings, sample_decode, sample_reversals
+from course_utils.model import Transformer, TransformerConfig
+
+
+def _model(seed: int, norm_first: bool) -> Transformer:
+    torch.manual_seed(seed)
+    cfg = TransformerConfig(VOCAB_SIZE, VOCAB_SIZE, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+                            n_decoder_layers=2, dropout=0.0, norm_first=norm_first)
+    return Transformer(cfg).eval()
+
+
+def _src(seed: int, n: int = 6):
+    return make_batch(random_strings(n, 2, 9, torch.Generator().manual_seed(seed)))[0]
+
+
+@pytest.mark.parametrize(("seed", "norm_first"), [(0, False), (1, True), (2, True)])
+def test_kv_cache_equals_recompute(seed, norm_first):
+    model, src = _model(seed, norm_first), _src(seed)
+    cached = greedy_decode(model, src, max_len=14, use_cache=True)
+    recomputed = greedy_decode(model, src, max_len=14, use_cache=False)
+    assert torch.equal(cached, recomputed)
+
+
+def test_greedy_pads_after_eos():
+    model = _model(0, True)
+    with torch.no_grad():  # make EOS the most likely token everywhere
+        model.output_projection.bias[EOS_ID] = 100.0
+    ids = greedy_decode(model, _src(0), max_len=5)
+    assert ids.shape == (6, 1) and (ids == EOS_ID).all()
+    with torch.no_grad():  # now EOS and PAD never win: decoding runs to max_len
+        model.output_projection.bias[EOS_ID] = -100.0
+        model.output_projection.bias[PAD_ID] = -100.0
+    assert greedy_decode(model, _src(0), max_len=5).shape == (6, 5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_one_is_greedy(seed):
+    model, src = _model(seed, seed % 2 == 0), _src(seed, 3)
+    for row in range(3):
+        greedy = greedy_decode(model, src[row : row + 1], max_len=12)[0].tolist()
+        beam = beam_search(model, src[row : row + 1], max_len=12, beam_size=1)[0][0]
+        assert beam == greedy[: len(beam)] and all(t == PAD_ID for t in greedy[len(beam):])
+
+
+def test_beam_scores_sorted_and_not_worse_than_greedy():
+    model, src = _model(3, True), _src(3, 1)
+    hyps = beam_search(model, src, max_len=10, beam_size=4)
+    scores = [s for _, s in hyps]
+    assert len(hyps) == 4 and scores == sorted(scores, reverse=True)
+    greedy_score = beam_search(model, src, max_len=10, beam_size=1)[0][1]
+    assert scores[0] >= greedy_score - 1e-5
+    with pytest.raises(ValueError, match=r"shape \(1, T_src\)"):
+        beam_search(model, _src(3, 2), max_len=5)
+
+
+def test_sampling_seeded_and_temperature():
+    model, src = _model(4, True), _src(4)
+    a = sample_decode(model, src, 10, 0.8, torch.Generator().manual_seed(0))
+    b = sample_decode(model, src, 10, 0.8, torch.Generator().manual_seed(0))
+    assert torch.equal(a, b)
+    cold = sample_decode(model, src, 10, 1e-4, torch.Generator().manual_seed(1))
+    assert torch.equal(cold, greedy_decode(model, src, 10))  # T -> 0 is greedy
+    assert len(sample_reversals(model, "hello", 5, 0.8, torch.Generator().manual_seed(0))) == 5
+    with pytest.raises(ValueError, match="temperature must be a positive number"):
+        sample_decode(model, src, 10, 0.0)
+
+
+def test_reverse_strings_and_errors():
+    model = _model(5, False)
+    out = reverse_strings(model, ["abc", "hello", "xy"], batch_size=2)
+    assert len(out) == 3 and all(isinstance(s, str) for s in out)
+    with pytest.raises(TypeError, match="encoder-decoder"):
+        greedy_decode(torch.nn.Linear(2, 2), _src(0), 3)
+    with pytest.raises(ValueError, match="src must have 2 dimensions"):
+        greedy_decode(model, torch.zeros(3, dtype=torch.long), 3)

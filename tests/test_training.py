@@ -1,0 +1,64 @@
+"""course_utils.training: masked cross-entropy by hand, the loop reduces loss on a tiny problem."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from course_utils.data import PAD_ID, VOCAB_SIZE, random_batch
+from course_utils.model import Transformer, TransformerConfig
+from course_utils.training import TrainConfig, TrainHistory, masked_cross_entropy, train
+
+
+def test_loss_ignores_pad_hand_checked():
+    # two positions: one real target (id 1) with logits [0, log 3, 0] -> p = 3/5; one PAD position
+    logits = torch.tensor([[[0.0, math.log(3.0), 0.0], [5.0, -5.0, 0.0]]])  # (1, 2, 3)
+    targets = torch.tensor([[1, PAD_ID]])
+    assert masked_cross_entropy(logits, targets).item() == pytest.approx(-math.log(3 / 5), rel=1e-6)
+    # the PAD position's logits do not matter at all
+    logits2 = logits.clone()
+    logits2[0, 1] = torch.tensor([-9.0, 9.0, 1.0])
+    assert masked_cross_entropy(logits2, targets).item() == pytest.approx(-math.log(3 / 5), rel=1e-6)
+
+
+def test_label_smoothing_hand_checked():
+    logits = torch.tensor([[[0.0, math.log(3.0), 0.0]]])
+    logp = torch.log(torch.tensor([0.2, 0.6, 0.2]))
+    eps = 0.1
+    want = -((1 - eps) * logp[1] + eps * logp.mean())  # smoothed target: (1 - eps) one-hot + eps / V
+    got = masked_cross_entropy(logits, torch.tensor([[1]]), label_smoothing=eps)
+    assert got.item() == pytest.approx(want.item(), rel=1e-6)
+
+
+def test_loss_errors():
+    with pytest.raises(ValueError, match="must agree on B and T"):
+        masked_cross_entropy(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="label_smoothing"):
+        masked_cross_entropy(torch.zeros(1, 1, 5), torch.zeros(1, 1, dtype=torch.long), label_smoothing=1.5)
+
+
+def test_train_reduces_loss_on_tiny_problem():
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(VOCAB_SIZE, VOCAB_SIZE, d_model=32, n_heads=2, d_ff=64,
+                                          n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, norm_first=True))
+    g = torch.Generator().manual_seed(0)
+    hist = train(model, lambda step: random_batch(32, 2, 4, g), TrainConfig(steps=60, lr=3e-3, warmup=5),
+                 progress=False)
+    assert isinstance(hist, TrainHistory) and len(hist.losses) == len(hist.lrs) == 60
+    assert sum(hist.losses[-10:]) / 10 < 0.7 * sum(hist.losses[:10]) / 10
+    assert hist.lrs[4] == pytest.approx(3e-3) and hist.lrs[-1] < 1e-5  # warm-up peak, cosine end
+    assert not model.training and hist.seconds > 0
+    assert len(hist.smoothed(10)) == 60
+
+
+def test_train_bad_arguments():
+    model = nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="model must be"):
+        train("model", lambda s: None)
+    with pytest.raises(TypeError, match="batch_fn must return"):
+        train(model, lambda s: torch.zeros(1), TrainConfig(steps=2, warmup=0), progress=False)
+    with pytest.raises(ValueError, match="optimizer"):
+        train(model, lambda s: (torch.zeros(1, 2),) * 2, TrainConfig(steps=2, warmup=0, optimizer="sgd"))
