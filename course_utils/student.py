@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"notebook not found: {src}")
         dst = args.out / src.name
         n = make_student_copy(src, dst)
-        print(f"{dst}: {n} exercise(s) turned into stubs")
+        print(f"{dst}: {n} solution block(s) turned into stubs")
 
 
 if __name__ == "__main__":

@@ -100,6 +100,6 @@ def test_stubbed_exercises_report_not_implemented(
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main([str(CHAPTER), "--out", str(tmp_path)])
     assert (tmp_path / CHAPTER.name).exists()
-    assert "6 exercise(s) turned into stubs" in capsys.readouterr().out
+    assert "6 solution block(s) turned into stubs" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.ipynb"), "--out", str(tmp_path)])
