@@ -181,7 +181,7 @@ def alibi_slopes(n_heads: int) -> Tensor:
 
 
 def alibi_bias(n_heads: int, T_q: int, T_k: int | None = None) -> Tensor:
-    """Bias (1, h, T_q, T_k) = -m_h * |i - j| to add to attention scores (before softmax). Chapter 2.
+    """Bias (1, h, T_q, T_k) = ``-m_h * abs(i - j)`` to add to attention scores (before softmax). Chapter 2.
 
     Queries are the last T_q of the T_k positions (as when decoding with a cache); combine
     with a causal mask for a decoder, as in Press et al., where only j <= i is kept.
