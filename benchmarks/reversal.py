@@ -1,0 +1,55 @@
+"""Benchmark: train Chapter 6's reversal recipe from scratch and print one JSON line.
+
+Usage:
+    python benchmarks/reversal.py               # the chapter's fast recipe
+    python benchmarks/reversal.py --reference   # also the reference recipe, in the same run, and the speed ratio
+
+The JSON holds train_seconds (optimisation only, no evaluation), steps, params and
+exact_match / token_accuracy by length 3..15 (greedy decoding, fresh seeded test strings).
+Timings depend on the machine and on whatever else runs on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from course_utils.evaluation import evaluate_by_length
+from course_utils.pretrained import FAST_RECIPE, REFERENCE_RECIPE, train_reversal_model
+
+LENGTHS = range(3, 16)
+
+
+def run(recipe: dict, n_per_length: int) -> dict:
+    """Train ``recipe`` from scratch, evaluate by length, return the benchmark record."""
+    model, history = train_reversal_model(recipe, progress=False)
+    results = evaluate_by_length(model, LENGTHS, n_per_length)
+    return {
+        "train_seconds": round(history.seconds, 1),
+        "steps": len(history.losses),
+        "params": sum(p.numel() for p in model.parameters()),
+        "final_loss": round(sum(history.losses[-50:]) / 50, 4),
+        "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
+        "token_accuracy": {str(n): round(100 * r["token_accuracy"], 1) for n, r in results.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", action="store_true", help="also train the reference recipe")
+    parser.add_argument("--n-per-length", type=int, default=200, help="test strings per length")
+    args = parser.parse_args()
+    fast = run(FAST_RECIPE, args.n_per_length)
+    fast["torch_threads"] = torch.get_num_threads()
+    if not args.reference:
+        print(json.dumps(fast))
+        return
+    reference = run(REFERENCE_RECIPE, args.n_per_length)
+    speedup = reference["train_seconds"] / fast["train_seconds"]
+    print(json.dumps({"fast": fast, "reference": reference, "speedup": round(speedup, 2)}))
+
+
+if __name__ == "__main__":
+    main()
