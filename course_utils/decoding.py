@@ -134,12 +134,14 @@ def beam_search(
             else:
                 new_alive.append((ids, score))
         alive = new_alive
-        best_done = max((final_score(i, s) for i, s in done), default=float("-inf"))
-        # log-probabilities only go down, so with no length penalty an alive beam can never beat it
-        if not alive or (len(done) >= beam_size and length_penalty == 0.0) or (
-            length_penalty == 0.0 and alive and best_done >= max(s for _, s in alive)
-        ):
+        if not alive:
             break
+        if length_penalty == 0.0 and len(done) >= beam_size:
+            # log-probabilities only go down: once beam_size finished hypotheses all score at least
+            # as well as the best alive one, no alive beam can enter the top beam_size
+            kth_best = sorted((s for _, s in done), reverse=True)[beam_size - 1]
+            if kth_best >= max(s for _, s in alive):
+                break
     done.extend((ids[1:], s) for ids, s in alive)  # unfinished hypotheses at max_len
     ranked = sorted(((ids, final_score(ids, s)) for ids, s in done), key=lambda x: -x[1])
     return ranked[:beam_size]
