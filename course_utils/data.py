@@ -5,7 +5,7 @@ A batch for the encoder-decoder model is three tensors, all padded with PAD:
 
 - ``src``    (B, T_src): the letters of each string;
 - ``tgt_in`` (B, T):     SOS followed by the reversed string (what the decoder reads);
-- ``tgt_out``(B, T):     the reversed string followed by EOS (what it must predict).
+- ``tgt_out`` (B, T):    the reversed string followed by EOS (what it must predict).
 
 ``tgt_in`` is ``tgt_out`` shifted right by one with SOS in front: teacher forcing.
 """
