@@ -62,7 +62,8 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
         )
         assert broken == [], f"images that did not load on {path}: {broken}"
         if page.locator("div.math, span.math").count():
-            page.wait_for_selector("mjx-container", timeout=10_000)  # MathJax, served locally, typeset
+            # MathJax, served from the site itself, has typeset the page
+            page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
             check_solutions_hidden(page)
         if page.locator(".cu-quiz").count():
