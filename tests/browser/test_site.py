@@ -5,6 +5,8 @@ until clicked."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,32 @@ def check_explorer(page, explorer) -> None:
         assert visible.count() == 1, f"{name}: {visible.count()} pictures visible after moving control {j}"
         assert after_key != before_key, f"{name}: control {j} did not change the frame"
         assert visible.first.get_attribute("src") != before_src, f"{name}: control {j} showed the same picture"
+
+
+def notebook_features(path: Path) -> tuple[list[str], int]:
+    """Explorer element ids and the number of solution cells stored in a chapter notebook."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    ids: list[str] = []
+    solutions = 0
+    for cell in nb["cells"]:
+        if "solution" in cell.get("metadata", {}).get("tags", []):
+            solutions += 1
+        for out in cell.get("outputs", []):
+            html = "".join(out.get("data", {}).get("text/html", ""))
+            ids += re.findall(r'<div class="cu-explorer" id="([\w-]+)"', html)
+    return ids, solutions
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("chapters/")])
+def test_page_shows_every_explorer_and_hidden_solution(browser, site_url: str, path: str) -> None:
+    """The checks above are not vacuous: every explorer and solution of the notebook is on its page."""
+    ids, solutions = notebook_features(ROOT / path.replace(".html", ".ipynb"))
+    page, _ = open_page(browser, f"{site_url}/{path}")
+    try:
+        shown = page.evaluate("Array.from(document.querySelectorAll('.cu-explorer')).map(e => e.id)")
+        assert shown == ids, f"{path}: explorers in the notebook {ids}, on the page {shown}"
+        assert page.locator(".tag_solution").count() == solutions, f"{path}: solution cells missing"
+        assert solutions >= 3, f"{path}: a chapter has 3-5 exercises, found {solutions} solution cells"
+        assert page.locator(".cu-quiz").count() == 1, f"{path}: expected one quiz"
+    finally:
+        page.close()
