@@ -3,18 +3,13 @@ wrong implementations, and reports the notebook's student stub as not implemente
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
 from course_utils.exercises import ch02_positional as ch02
 from course_utils.positional import alibi_slopes, apply_rope, shift_rotation, sinusoidal_encoding
-from course_utils.student import stub_source
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "02_positional_encoding.ipynb"
 
 
 def _fails_with(result, text: str) -> None:
@@ -147,32 +142,3 @@ def test_alibi_slopes_passes_reference():
 )
 def test_alibi_slopes_names_mistakes(wrong, hint):
     _fails_with(ch02.check_alibi_slopes(wrong), hint)
-
-
-# ---------------------------------------------------------------- the notebook's solution cells
-def _solution_cells() -> dict[str, str]:
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    cells = {}
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
-        if cell["cell_type"] == "code" and "### BEGIN SOLUTION" in src:
-            assert "solution" in cell["metadata"].get("tags", []), src[:80]
-            name = next(n for n in ch02.__all__ if f"{n}(" in src)
-            cells[name] = src
-    return cells
-
-
-def test_notebook_has_one_solution_cell_per_checker():
-    assert sorted(_solution_cells()) == sorted(ch02.__all__)
-
-
-@pytest.mark.parametrize("name", ch02.__all__)
-def test_notebook_solution_passes_and_stub_is_not_implemented(name, capsys):
-    src = _solution_cells()[name]
-    checks = {n: getattr(ch02, n) for n in ch02.__all__}
-    solved: dict = {"torch": torch, "math": math, **checks}
-    exec(src, solved)
-    assert "✅ Exercise" in capsys.readouterr().out
-    stub: dict = {"torch": torch, "math": math, **checks}
-    exec(stub_source(src), stub)
-    assert "not implemented yet" in capsys.readouterr().out

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -14,10 +11,6 @@ from course_utils.exercises.ch04_masking import (
     check_masked_softmax,
     check_padding_mask,
 )
-from course_utils.student import stub_source
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "04_masking.ipynb"
-
 
 # ----- reference solutions and realistic mistakes ---------------------------------------------
 
@@ -168,35 +161,3 @@ def test_masked_softmax_checker_passes_reference() -> None:
 def test_checker_reports_crash_without_traceback() -> None:
     result = check_causal_mask(lambda T: torch.ones(T, T)[T])
     assert not result.passed and "raised IndexError" in result.message
-
-
-# ----- the notebook's solution cells: solved they pass, stubbed they say "not implemented yet" ----
-
-def _solution_cells() -> list[str]:
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    return ["".join(c["source"]) for c in nb["cells"]
-            if c["cell_type"] == "code" and "solution" in c.get("metadata", {}).get("tags", [])]
-
-
-def _namespace() -> dict:
-    return {"torch": torch, "check_causal_mask": check_causal_mask, "check_padding_mask": check_padding_mask,
-            "check_combine": check_combine, "check_masked_softmax": check_masked_softmax}
-
-
-def test_notebook_has_four_solution_cells() -> None:
-    assert len(_solution_cells()) == 4
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_notebook_solution_passes(index: int, capsys) -> None:
-    exec(_solution_cells()[index], _namespace())
-    assert "all checks passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_student_stub_reports_not_implemented(index: int, capsys) -> None:
-    source = stub_source(_solution_cells()[index])
-    assert "NotImplementedError" in source and "### BEGIN SOLUTION" not in source
-    exec(source, _namespace())
-    out = capsys.readouterr().out
-    assert "not implemented yet" in out and "❌" not in out

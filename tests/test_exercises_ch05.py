@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,9 +15,6 @@ from course_utils.exercises.ch05_transformer import (
     check_encoder_layer_params,
     check_ffn,
 )
-from course_utils.student import stub_source
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "05_transformer.ipynb"
 
 
 # ----- 5.1 FFN ---------------------------------------------------------------------------------
@@ -158,35 +153,3 @@ def test_embed_checker_names_mistake(fn, hint):
 
 def test_embed_reference_passes():
     assert check_embed(embed_ok).passed
-
-
-# ----- the notebook's solution cells: solved they pass, stubbed they say "not implemented yet" ----
-def _solution_cells() -> list[str]:
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    return ["".join(c["source"]) for c in nb["cells"]
-            if c["cell_type"] == "code" and "solution" in c.get("metadata", {}).get("tags", [])]
-
-
-def _namespace() -> dict:
-    return {"torch": torch, "nn": nn, "math": math, "check_ffn": check_ffn,
-            "check_encoder_layer_params": check_encoder_layer_params,
-            "check_decoder_block": check_decoder_block, "check_embed": check_embed}
-
-
-def test_notebook_has_four_solution_cells():
-    assert len(_solution_cells()) == 4
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_notebook_solution_passes(index, capsys):
-    exec(_solution_cells()[index], _namespace())
-    assert "all checks passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_student_stub_reports_not_implemented(index, capsys):
-    source = stub_source(_solution_cells()[index])
-    assert "NotImplementedError" in source and "### BEGIN SOLUTION" not in source
-    exec(source, _namespace())
-    out = capsys.readouterr().out
-    assert "not implemented yet" in out and "❌" not in out

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,9 +13,6 @@ from course_utils.exercises.ch06_training import (
     check_shift_right,
     check_temperature_probs,
 )
-from course_utils.student import stub_source
-
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "06_training_reversal.ipynb"
 
 
 def _msg(result, capsys) -> str:
@@ -159,36 +153,3 @@ def test_checker_reports_crash_without_traceback(capsys):
         raise IndexError("oops")
     result = check_shift_right(broken)
     assert not result.passed and "IndexError" in result.message
-
-
-# ----- the notebook's solution cells ----------------------------------------------------------
-
-def _solution_cells() -> list[str]:
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    return ["".join(c["source"]) for c in nb["cells"]
-            if c["cell_type"] == "code" and "solution" in c.get("metadata", {}).get("tags", [])]
-
-
-def _namespace() -> dict:
-    return {"torch": torch, "F": F, "SOS_ID": SOS_ID, "EOS_ID": EOS_ID, "PAD_ID": PAD_ID,
-            "check_shift_right": check_shift_right, "check_masked_cross_entropy": check_masked_cross_entropy,
-            "check_temperature_probs": check_temperature_probs, "check_exact_match": check_exact_match}
-
-
-def test_notebook_has_four_solution_cells():
-    assert len(_solution_cells()) == 4
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_notebook_solution_passes(index, capsys):
-    exec(_solution_cells()[index], _namespace())
-    assert "all checks passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_student_stub_reports_not_implemented(index, capsys):
-    source = stub_source(_solution_cells()[index])
-    assert "NotImplementedError" in source and "### BEGIN SOLUTION" not in source
-    exec(source, _namespace())
-    out = capsys.readouterr().out
-    assert "not implemented yet" in out and "❌" not in out

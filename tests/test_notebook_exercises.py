@@ -1,0 +1,71 @@
+"""Every exercise of every chapter, as stored in the notebook: the solution passes its checker,
+and the student copy's stub makes the same checker say "not implemented yet" (never a failure
+or a traceback). One test for all chapters, so each chapter's checker tests need not repeat it."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from course_utils.student import BEGIN, stub_source
+
+CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb"))
+
+
+def _cells(path: Path) -> list[dict]:
+    return [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+
+
+def _imports(path: Path) -> str:
+    """The notebook's top-level import statements: the names a solution cell may use."""
+    statements = []
+    for cell in _cells(path):
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:  # a cell with IPython magics imports nothing we need
+            continue
+        statements += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return "\n".join(statements)
+
+
+def _solutions() -> list[tuple[str, str, str]]:
+    found = []
+    for path in CHAPTERS:
+        for i, cell in enumerate(c for c in _cells(path) if "solution" in c.get("metadata", {}).get("tags", [])):
+            found.append((path.name, f"{path.stem}-exercise-{i + 1}", "".join(cell["source"])))
+    return found
+
+
+SOLUTIONS = _solutions()
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_has_three_to_five_exercises(path: Path) -> None:
+    tagged = [c for c in _cells(path) if "solution" in c.get("metadata", {}).get("tags", [])]
+    assert 3 <= len(tagged) <= 5
+    for cell in tagged:
+        assert BEGIN in "".join(cell["source"]), "a solution cell must mark its solution for the student copy"
+        assert "hide-input" in cell["metadata"]["tags"], "a solution must be hidden in the HTML until clicked"
+
+
+@pytest.mark.parametrize(("notebook", "source"), [(n, s) for n, _, s in SOLUTIONS], ids=[i for _, i, _ in SOLUTIONS])
+def test_solution_passes_its_checker(notebook: str, source: str, capsys: pytest.CaptureFixture[str]) -> None:
+    namespace: dict = {}
+    exec(_imports(Path(CHAPTERS[0].parent, notebook)), namespace)
+    exec(source, namespace)
+    out = capsys.readouterr().out
+    assert "✅" in out and "❌" not in out, out
+
+
+@pytest.mark.parametrize(("notebook", "source"), [(n, s) for n, _, s in SOLUTIONS], ids=[i for _, i, _ in SOLUTIONS])
+def test_student_stub_reports_not_implemented(notebook: str, source: str, capsys: pytest.CaptureFixture[str]) -> None:
+    stub = stub_source(source)
+    assert "raise NotImplementedError" in stub and BEGIN not in stub
+    namespace: dict = {}
+    exec(_imports(Path(CHAPTERS[0].parent, notebook)), namespace)
+    exec(stub, namespace)
+    out = capsys.readouterr().out
+    assert "not implemented yet" in out and "❌" not in out and "✅" not in out, out
