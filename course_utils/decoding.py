@@ -8,7 +8,7 @@ generated target ids without the leading SOS; after a sequence's EOS come PAD to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -33,6 +33,27 @@ def _step_logits(model: nn.Module, ys: Tensor, memory: Tensor, src_mask: Tensor,
     return model.decode(ys[:, -1:], memory, src_mask, cache=cache)[:, -1]  # only the newest token: (B, 1, V)
 
 
+def _autoregressive(
+    model: nn.Module, src: Tensor, max_len: int, choose: Callable[[Tensor], Tensor], use_cache: bool
+) -> Tensor:
+    """Generate from SOS, one token per step picked by ``choose(logits (B, V)) -> ids (B,)``."""
+    model.eval()
+    src_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, T_src)
+    memory = model.encode(src, src_mask)  # (B, T_src, d_model), computed once
+    B = src.shape[0]
+    ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    cache = model.new_cache() if use_cache else None
+    for _ in range(max_len):
+        next_id = choose(_step_logits(model, ys, memory, src_mask, cache))  # (B,)
+        next_id = next_id.masked_fill(finished, PAD_ID)  # finished rows only pad
+        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
+        finished |= next_id == EOS_ID
+        if bool(finished.all()):
+            break
+    return ys[:, 1:]
+
+
 @torch.no_grad()
 def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool = True) -> Tensor:
     """Pick the most likely next token at every step; ids (B, <= max_len). Chapter 6.
@@ -42,21 +63,7 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool =
     give the same tokens.
     """
     _check_inputs(model, src, max_len)
-    model.eval()
-    src_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, T_src)
-    memory = model.encode(src, src_mask)  # (B, T_src, d_model), computed once
-    B = src.shape[0]
-    ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
-    cache = model.new_cache() if use_cache else None
-    for _ in range(max_len):
-        next_id = _step_logits(model, ys, memory, src_mask, cache).argmax(dim=-1)  # (B,)
-        next_id = next_id.masked_fill(finished, PAD_ID)  # finished rows only pad
-        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
-        finished |= next_id == EOS_ID
-        if bool(finished.all()):
-            break
-    return ys[:, 1:]
+    return _autoregressive(model, src, max_len, lambda logits: logits.argmax(dim=-1), use_cache)
 
 
 @torch.no_grad()
@@ -72,25 +79,14 @@ def sample_decode(
     temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it.
     """
     _check_inputs(model, src, max_len)
-    if not isinstance(temperature, (int, float)) or temperature <= 0:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
         raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-    model.eval()
-    src_mask = padding_mask(src, PAD_ID)
-    memory = model.encode(src, src_mask)
-    B = src.shape[0]
-    ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
-    cache = model.new_cache()
-    for _ in range(max_len):
-        logits = _step_logits(model, ys, memory, src_mask, cache)  # (B, V)
+
+    def sample(logits: Tensor) -> Tensor:
         probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
-        next_id = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
-        next_id = next_id.masked_fill(finished, PAD_ID)
-        ys = torch.cat([ys, next_id[:, None]], dim=1)
-        finished |= next_id == EOS_ID
-        if bool(finished.all()):
-            break
-    return ys[:, 1:]
+        return torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
+
+    return _autoregressive(model, src, max_len, sample, use_cache=True)
 
 
 @torch.no_grad()
