@@ -99,7 +99,17 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(self.W_Q(query))  # (B, h, T_q, d_k)
         k = self.split_heads(self.W_K(key))  # (B, h, T_k, d_k)
         v = self.split_heads(self.W_V(value))  # (B, h, T_k, d_k)
-        # 2) attend in every head at once
+        # 2) attend in every head at once, 3) merge heads and project
+        return self.attend_heads(q, k, v, mask, need_weights)
+
+    def attend_heads(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend with split heads q (B, h, T_q, d_k), k and v (B, h, T_k, d_k), then merge and W_O. Chapter 1.
+
+        Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None). The KV cache of
+        Chapter 6 calls this directly with cached k and v.
+        """
         if need_weights:
             out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
             weights_out: Tensor | None = weights
@@ -113,7 +123,6 @@ class MultiHeadAttention(nn.Module):
                     "the scores (B, h, T_q, T_k)",
                 )
             p = self.dropout.p if self.training else 0.0
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_k)
             weights_out = None
-        # 3) merge heads and project
-        return self.W_O(self.merge_heads(out)), weights_out  # (B, T_q, d_model)
+        return self.W_O(self.merge_heads(out)), weights_out  # (B, h, T_q, d_k) -> (B, T_q, d_model)

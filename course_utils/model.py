@@ -12,10 +12,9 @@ import warnings
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .attention import MultiHeadAttention
 from .masks import causal_mask, combine_masks, padding_mask
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding
@@ -128,22 +127,6 @@ class KVCache:
         return f"KVCache(n_layers={self.n_layers}, length={self.length})"
 
 
-def _attend(
-    mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
-) -> tuple[Tensor, Tensor | None]:
-    """Attention of already split heads q (B, h, T_q, d_k) over k, v (B, h, T_k, d_k), then W_O. Chapter 5."""
-    if need_weights:
-        out, w = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k), (B, h, T_q, T_k)
-        if mha.training and mha.dropout.p > 0:
-            out = mha.dropout(w) @ v  # (B, h, T_q, T_k) x (B, h, T_k, d_k) -> (B, h, T_q, d_k)
-        weights: Tensor | None = w
-    else:
-        p = mha.dropout.p if mha.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_k)
-        weights = None
-    return mha.W_O(mha.merge_heads(out)), weights  # (B, T_q, d_model)
-
-
 class DecoderBlock(nn.Module):
     """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
 
@@ -170,7 +153,7 @@ class DecoderBlock(nn.Module):
             k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
             v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
         cache.self_k[layer], cache.self_v[layer] = k, v
-        return _attend(mha, q, k, v, mask, need_weights)
+        return mha.attend_heads(q, k, v, mask, need_weights)
 
     def _cross_attention(
         self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int
@@ -185,7 +168,7 @@ class DecoderBlock(nn.Module):
         q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
         k, v = cache.cross_k[layer], cache.cross_v[layer]
         assert k is not None and v is not None
-        return _attend(mha, q, k, v, mask, need_weights)
+        return mha.attend_heads(q, k, v, mask, need_weights)
 
     def forward(
         self,
