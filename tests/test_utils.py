@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.utils import get_device, set_seed
+from course_utils.utils import error_bound, get_device, set_seed
 
 
 def test_set_seed_makes_everything_repeatable() -> None:
@@ -37,3 +37,14 @@ def test_get_device() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="no CUDA device"):
             get_device("cuda")
+
+
+def test_error_bound_rounds_up_to_a_power_of_ten():
+    assert error_bound(3e-7) == "< 1e-6"
+    assert error_bound(1e-5) == "< 1e-4"  # strictly below the bound, also at an exact power of ten
+    assert error_bound(0.0) == "0 (identical)"
+    a = torch.tensor([1.0, 2.0])
+    assert error_bound(a, a + torch.tensor([0.0, -0.02])) == "< 1e-1"
+    assert error_bound(torch.tensor([-0.5, 0.001])) == "< 1e0"
+    with pytest.raises(ValueError, match="non-negative number"):
+        error_bound(-1.0)
