@@ -34,13 +34,13 @@ VAL_FRACTION = 0.1  # the last 10 % of the text is the validation set
 
 # About a minute of training on a 2-core laptop CPU.
 CHARLM_RECIPE: dict[str, Any] = {
-    "model": {"d_model": 96, "n_heads": 4, "d_ff": 384, "n_layers": 3, "dropout": 0.0, "norm_first": True,
+    "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 3, "dropout": 0.0, "norm_first": True,
               "positional": "learned", "max_len": 128, "tie_embeddings": True},
-    "train": {"steps": 600, "lr": 4e-3, "warmup": 50, "min_lr": 4e-4, "optimizer": "adamw", "clip": 1.0,
-              "weight_decay": 0.01, "pad_id": -100},
-    "batch_size": 32,
-    "block_size": 128,  # characters per training sequence
-    "eval_every": 50,
+    "train": {"steps": 800, "lr": 5e-3, "warmup": 50, "min_lr": 5e-4, "optimizer": "adamw", "clip": 1.0,
+              "weight_decay": 0.01, "pad_id": -100},  # no padding in LM batches: -100 matches no id
+    "batch_size": 16,
+    "block_size": 128,  # characters per training sequence (= max_len, the context window)
+    "eval_every": 50,  # validation bits/char every 50 steps, on 128 windows
     "seed": 0,
 }
 
@@ -136,25 +136,42 @@ def model_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int, ma
 
 
 # ---------------------------------------------------------------- what the heads do
-@torch.no_grad()
-def previous_token_scores(model: DecoderOnly, windows: Tensor) -> Tensor:
-    """(n_layers, h): mean attention weight from each position t >= 1 to position t - 1. Chapter 8."""
-    _, weights = model(windows, return_attention=True)  # list of (B, h, T, T)
-    return torch.stack([w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)) for w in weights])
+def previous_token_score(weights: Tensor) -> Tensor:
+    """Per head: mean attention weight from each query t >= 1 to key t - 1, for weights (B, h, T, T). Chapter 8."""
+    check_rank("weights", weights, 4, "(B, h, T, T)")
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (B, h, T-1) -> (h,)
 
 
-@torch.no_grad()
-def induction_scores(model: DecoderOnly, vocab_size: int, n: int = 32, length: int = 40,
-                     generator: torch.Generator | None = None) -> Tensor:
-    """(n_layers, h): on random sequences repeated twice, mean weight from a token of the second copy
-    to the token right after its earlier occurrence (what an induction head attends to). Chapter 8.
+def induction_score(weights: Tensor, length: int) -> Tensor:
+    """Per head, on inputs made of a random block of ``length`` tokens repeated twice: mean weight from
+    each query in the second copy to the key right after the same token's first occurrence. Chapter 8.
+
+    weights: (B, h, 2 length, 2 length) -> (h,). An induction head ("A B ... A -> attend to B")
+    scores near 1; a head that spreads attention evenly scores about 1 / position.
     """
-    first = torch.randint(0, vocab_size, (n, length), generator=generator)  # (B, L)
-    x = torch.cat([first, first], dim=1)  # (B, 2L)
-    _, weights = model(x, return_attention=True)
+    check_rank("weights", weights, 4, "(B, h, T, T)")
+    check_positive_int("length", length)
+    if weights.shape[-1] != 2 * length:
+        raise ValueError(f"weights must cover 2 * length = {2 * length} positions, got shape {tuple(weights.shape)}")
     q = torch.arange(length, 2 * length)  # queries in the second copy
-    k = q - length + 1  # the position after the same token's first occurrence
-    return torch.stack([w[:, :, q, k].mean(dim=(0, 2)) for w in weights])
+    k = q - length + 1  # the token after the first occurrence of the query's token
+    return weights[:, :, q, k].mean(dim=(0, 2))  # (B, h, L) -> (h,)
+
+
+@torch.no_grad()
+def head_scores(model: DecoderOnly, windows: Tensor, vocab_size: int, length: int = 40, n: int = 32,
+                generator: torch.Generator | None = None) -> dict[str, Tensor]:
+    """{"previous_token", "induction"}: (n_layers, h) scores of every head (see the two functions above). Chapter 8.
+
+    Previous-token scores are measured on real text ``windows`` (B, T); induction scores on
+    ``n`` random sequences of ``length`` tokens, each repeated twice.
+    """
+    _, weights = model(windows, return_attention=True)
+    prev = torch.stack([previous_token_score(w) for w in weights])
+    first = torch.randint(0, vocab_size, (n, length), generator=generator)  # (n, L)
+    _, weights = model(torch.cat([first, first], dim=1), return_attention=True)  # (n, 2L) input
+    induction = torch.stack([induction_score(w, length) for w in weights])
+    return {"previous_token": prev, "induction": induction}
 
 
 # ---------------------------------------------------------------- training and the checkpoint
@@ -190,5 +207,31 @@ def train_charlm(
     batch_fn: Callable[[int], tuple[Tensor, Tensor]] = lambda step: lm_batch(train_ids, B, T, generator)
     history = train(model, batch_fn, TrainConfig(**recipe["train"]), progress=progress, on_step=evaluate)
     log["train_loss_nats"] = history.losses
-    log["train_seconds"] = history.seconds
+    log["train_seconds"] = round(history.seconds, 1)
+    log["recipe"] = recipe
     return model, history, log
+
+
+def save_charlm(model: DecoderOnly, log: dict[str, Any], path: Path | str = CHECKPOINT_PATH) -> Path:
+    """Write weights, config, recipe and training log (plain data and tensors only) to ``path``. Chapter 8."""
+    from dataclasses import asdict
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    log = {**log, "train_loss_nats": [round(x, 4) for x in log["train_loss_nats"]],
+           "val_bits_per_char": [round(x, 4) for x in log["val_bits_per_char"]]}
+    torch.save({"config": asdict(model.config), "recipe": log.get("recipe", CHARLM_RECIPE), "log": log,
+                "state_dict": state}, path)
+    return path
+
+
+def load_charlm(path: Path | str = CHECKPOINT_PATH) -> tuple[DecoderOnly, dict[str, Any]]:
+    """(the shipped character LM in eval mode, its training log), loaded with weights_only=True. Chapter 8."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint not found at {path.name}; run scripts/train_charlm_checkpoint.py")
+    data = torch.load(path, map_location="cpu", weights_only=True)
+    model = DecoderOnly(DecoderOnlyConfig(**data["config"]))
+    model.load_state_dict(data["state_dict"])
+    return model.eval(), {**data["log"], "recipe": data["recipe"]}

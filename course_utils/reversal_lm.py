@@ -31,12 +31,13 @@ from .validate import check_positive_int, check_rank
 SEP_ID = SOS_ID  # the separator between source and target (Chapter 6's SOS token)
 CHECKPOINT_PATH = Path(__file__).parent / "assets" / "reversal_decoder_only.pt"
 
-# The decoder-only counterpart of Chapter 6's fast recipe: same width, heads, FFN, optimiser,
-# batch and steps; 4 causal blocks in place of 2 encoder + 2 decoder blocks.
+# The decoder-only counterpart of Chapter 6's fast recipe: same width, heads, FFN, optimiser and
+# batch; 4 causal blocks in place of 2 encoder + 2 decoder blocks. It needs more steps: with
+# Chapter 6's 450 it stopped short of 99.5 % exact match (about 96 % at step 400 in a trial run).
 DECODER_ONLY_RECIPE: dict[str, Any] = {
     "model": {"d_model": 64, "n_heads": 4, "d_ff": 128, "n_layers": 4, "dropout": 0.0, "norm_first": True,
               "positional": "sinusoidal", "max_len": 64, "tie_embeddings": True},
-    "train": {"steps": 450, "lr": 5e-3, "warmup": 45, "optimizer": "adam", "clip": 1.0},
+    "train": {"steps": 900, "lr": 5e-3, "warmup": 45, "optimizer": "adam", "clip": 1.0},
     "batch_size": 128,
     "min_len": 3,  # training strings have 3..10 letters
     "max_len": 10,

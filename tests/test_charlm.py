@@ -62,3 +62,31 @@ def test_ngram_baselines_by_hand():
     assert ngram_bits_per_char(train, val, 2, 2, alpha=1.0) == pytest.approx(want2)
     with pytest.raises(ValueError, match="order"):
         ngram_bits_per_char(train, val, 3, 2)
+
+
+def test_previous_token_score_hand_made():
+    T = 6
+    prev = torch.zeros(1, 2, T, T)
+    prev[0, 0, 0, 0] = 1.0
+    prev[0, 0, torch.arange(1, T), torch.arange(T - 1)] = 1.0  # head 0: always the previous token
+    prev[0, 1] = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1)[:, None]  # head 1: uniform average
+    from course_utils.charlm import previous_token_score
+
+    got = previous_token_score(prev)
+    want_uniform = sum(1 / (t + 1) for t in range(1, T)) / (T - 1)
+    torch.testing.assert_close(got, torch.tensor([1.0, want_uniform]))
+
+
+def test_induction_score_hand_made():
+    from course_utils.charlm import induction_score
+
+    L = 4
+    w = torch.zeros(1, 1, 2 * L, 2 * L)
+    w[0, 0, torch.arange(2 * L), torch.arange(2 * L)] = 1.0  # attends to itself: score 0
+    assert induction_score(w, L).item() == 0.0
+    w2 = torch.zeros(1, 1, 2 * L, 2 * L)
+    q = torch.arange(L, 2 * L)
+    w2[0, 0, q, q - L + 1] = 1.0  # the token after the earlier occurrence: score 1
+    assert induction_score(w2, L).item() == 1.0
+    with pytest.raises(ValueError, match="2 \\* length"):
+        induction_score(w2, 3)
