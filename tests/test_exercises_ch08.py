@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from course_utils.exercises.ch08_decoder_only import (
-    check_bigram_bits,
     check_filter_logits,
     check_generate,
     check_target_only_targets,
+    check_trigram_bits,
 )
 from course_utils.gpt import top_k_filter, top_p_filter
 
@@ -202,49 +202,55 @@ def test_filter_checker_stub():
     assert "not implemented yet" in check_filter_logits(stub).message
 
 
-# ----- 8.4 bigram bits per character --------------------------------------------------------------
+# ----- 8.4 trigram bits per character -------------------------------------------------------------
 
-def _pairs(train, V, alpha=1.0):
-    return torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + alpha
-
-
-def bigram_ok(train, val, V):
-    counts = _pairs(train, V)
-    probs = counts / counts.sum(1, keepdim=True)
-    return float(-torch.log2(probs[val[:-1], val[1:]]).mean())
+def _triples(train, V, alpha=1.0):
+    idx = (train[:-2] * V + train[1:-1]) * V + train[2:]
+    return torch.bincount(idx, minlength=V**3).double().view(V, V, V) + alpha
 
 
-def bigram_nats(train, val, V):
-    return bigram_ok(train, val, V) * math.log(2)
+def trigram_ok(train, val, V):
+    counts = _triples(train, V)
+    probs = counts / counts.sum(-1, keepdim=True)
+    return float(-torch.log2(probs[val[:-2], val[1:-1], val[2:]]).mean())
 
 
-def bigram_joint(train, val, V):
-    counts = _pairs(train, V)
-    return float(-torch.log2((counts / counts.sum())[val[:-1], val[1:]]).mean())
+def trigram_nats(train, val, V):
+    return trigram_ok(train, val, V) * math.log(2)
 
 
-def bigram_unsmoothed(train, val, V):
-    counts = _pairs(train, V, alpha=0.0)
-    probs = counts / counts.sum(1, keepdim=True).clamp(min=1)
-    return float(-torch.log2(probs[val[:-1], val[1:]]).mean())
+def trigram_joint(train, val, V):
+    counts = _triples(train, V)
+    return float(-torch.log2((counts / counts.sum())[val[:-2], val[1:-1], val[2:]]).mean())
 
 
-def bigram_on_val(train, val, V):
-    return bigram_ok(val, val, V)
+def trigram_unsmoothed(train, val, V):
+    counts = _triples(train, V, alpha=0.0)
+    probs = counts / counts.sum(-1, keepdim=True).clamp(min=1)
+    return float(-torch.log2(probs[val[:-2], val[1:-1], val[2:]]).mean())
 
 
-def test_bigram_checker_passes_reference():
-    assert check_bigram_bits(bigram_ok).passed
+def trigram_on_val(train, val, V):
+    return trigram_ok(val, val, V)
+
+
+def bigram_instead(train, val, V):
+    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + 1
+    return float(-torch.log2((counts / counts.sum(1, keepdim=True))[val[:-1], val[1:]]).mean())
+
+
+def test_trigram_checker_passes_reference():
+    assert check_trigram_bits(trigram_ok).passed
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
-    (bigram_nats, "nats"), (bigram_joint, "Normalise each row"), (bigram_unsmoothed, "Add one"),
-    (bigram_on_val, "training ids only"),
+    (trigram_nats, "nats"), (trigram_joint, "not p(a, b, c)"), (trigram_unsmoothed, "Add one"),
+    (trigram_on_val, "training ids only"), (bigram_instead, "bigram baseline"),
 ])
-def test_bigram_checker_names_mistake(fn, hint):
-    result = check_bigram_bits(fn)
+def test_trigram_checker_names_mistake(fn, hint):
+    result = check_trigram_bits(fn)
     assert not result.passed and hint in result.message, result.message
 
 
-def test_bigram_checker_stub():
-    assert "not implemented yet" in check_bigram_bits(stub).message
+def test_trigram_checker_stub():
+    assert "not implemented yet" in check_trigram_bits(stub).message

@@ -193,49 +193,52 @@ def check_filter_logits(fn: Callable[[Tensor, int | None, float | None], Tensor]
         expect_close(got, want, f"filter_logits(logits, top_k={top_k}, top_p={top_p})", mistakes=mistakes)
 
 
-# ----------------------------------------------------------------- 8.4 the bigram baseline
-def _bigram(train: Tensor, val: Tensor, V: int, alpha: float, log=math.log2, joint: bool = False) -> float:
-    pairs = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + alpha
-    probs = pairs / (pairs.sum() if joint else pairs.sum(dim=1, keepdim=True))
-    p = probs[val[:-1], val[1:]]
-    return float(-(p.log() / math.log(2) if log is math.log2 else p.log()).mean())
+# ----------------------------------------------------------------- 8.4 the trigram baseline
+def trigram_bits(train: Tensor, val: Tensor, V: int, alpha: float = 1.0, nats: bool = False, joint: bool = False
+                 ) -> float:
+    """Validation cross-entropy of add-alpha trigram counts: p(c | the two characters before). Chapter 8."""
+    idx = (train[:-2] * V + train[1:-1]) * V + train[2:]
+    counts = torch.bincount(idx, minlength=V**3).double().view(V * V, V) + alpha  # row = the two previous chars
+    probs = counts / (counts.sum() if joint else counts.sum(dim=1, keepdim=True))
+    p = probs[val[:-2] * V + val[1:-1], val[2:]]
+    return float(-(p.log() if nats else p.log2()).mean())
 
 
-@checker("8.4", "the bigram baseline in bits per character")
-def check_bigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
-    """Check ``fn(train_ids, val_ids, vocab_size)``: validation bits/char of add-one bigram counts from train_ids."""
+@checker("8.4", "the trigram baseline in bits per character")
+def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
+    """Check ``fn(train_ids, val_ids, vocab_size)``: validation bits/char of add-one trigram counts from train_ids."""
     g = torch.Generator().manual_seed(0)
-    for V, n_train, n_val in ((5, 400, 100), (8, 2000, 300), (3, 50, 40)):
-        # a Markov chain with a favourite next token, so the bigram beats the unigram clearly
-        favourite = torch.randperm(V, generator=g)
-        ids = [0]
-        for _ in range(n_train + n_val - 1):
+    for V, n_train, n_val in ((5, 600, 100), (8, 3000, 300), (3, 60, 40)):
+        # a chain whose next token depends on the two before, so a trigram beats a bigram
+        table = torch.randint(0, V, (V, V), generator=g)
+        ids = [0, 1 % V]
+        for _ in range(n_train + n_val - 2):
             r = torch.rand(1, generator=g).item()
-            ids.append(int(favourite[ids[-1]]) if r < 0.6 else int(torch.randint(0, V, (1,), generator=g)))
+            ids.append(int(table[ids[-2], ids[-1]]) if r < 0.7 else int(torch.randint(0, V, (1,), generator=g)))
         data = torch.tensor(ids)
         train, val = data[:n_train], data[n_train:]
-        got = call_student(fn, train.clone(), val.clone(), V, what="your bigram_bits_per_char")
+        got = call_student(fn, train.clone(), val.clone(), V, what="your trigram_bits_per_char")
         if isinstance(got, Tensor):
             got = got.item() if got.numel() == 1 else got
         if not isinstance(got, (int, float)):
             raise CheckFailed(f"return one number (bits per character), got {type(got).__name__}.")
-        want = ngram_bits_per_char(train, val, 2, V, alpha=1.0)
+        want = trigram_bits(train, val, V)
         if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
             continue
         wrong = {
-            "That is in nats: use log base 2 for bits (divide by ln 2).": _bigram(train, val, V, 1.0, log=math.log),
-            "Add one to every count (add-one smoothing): a pair never seen in training would get probability 0.":
-                _bigram(train, val, V, 0.0),
-            "Normalise each row (the previous character) separately: p(next | previous), not p(previous, next).":
-                _bigram(train, val, V, 1.0, joint=True),
-            "Count the pairs in the training ids only and score the validation ids with them.":
-                _bigram(val, val, V, 1.0),
-            "That is the unigram baseline: condition on the previous character.":
-                ngram_bits_per_char(train, val, 1, V, alpha=1.0),
+            "That is in nats: use log base 2 for bits (divide by ln 2).": trigram_bits(train, val, V, nats=True),
+            "Add one to every count (add-one smoothing): a triple never seen in training would get probability 0.":
+                trigram_bits(train, val, V, alpha=0.0),
+            "Normalise over the next character for each pair of previous characters: p(c | a, b), not p(a, b, c).":
+                trigram_bits(train, val, V, joint=True),
+            "Count the triples in the training ids only and score the validation ids with them.":
+                trigram_bits(val, val, V),
+            "That is the bigram baseline: condition on the two previous characters.":
+                ngram_bits_per_char(train, val, 2, V, alpha=1.0),
         }
         for hint, value in wrong.items():
             if math.isfinite(value) and math.isclose(got, value, rel_tol=1e-6, abs_tol=1e-9):
                 raise CheckFailed(hint)
         if not math.isfinite(got):
-            raise CheckFailed("the result is infinite: some validation pair had probability 0. Add one to every count.")
+            raise CheckFailed("the result is infinite: a validation triple had probability 0. Add one to every count.")
         raise CheckFailed(f"expected {want:.4f} bits per character on a test corpus, got {got:.4f}.")
