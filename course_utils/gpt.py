@@ -10,7 +10,7 @@ API (reads bottom-up in this file):
 - ``DecoderOnlyConfig(vocab_size, d_model=64, n_heads=4, d_ff=256, n_layers=4, dropout=0.0,
   max_len=128, positional="sinusoidal", norm_first=True, tie_embeddings=True)``;
   ``positional`` is one of ``POSITIONAL_SCHEMES``: "sinusoidal" (fixed table, Chapter 2),
-  "learned" (a trainable table), "none" (NoPE: no positional information is added; the causal
+  "learned" (a trainable table, initialised N(0, 1) like the scaled embeddings), "none" (NoPE: no positional information is added; the causal
   mask alone lets the model infer positions).
 - ``DecoderOnly(config, pe=None)``: ``pe`` optionally replaces the scheme by any module with
   ``forward(x (B, T, d_model), offset: int) -> x with positions added``.
@@ -94,7 +94,10 @@ def positional_module(scheme: str, d_model: int, max_len: int) -> nn.Module:
     if scheme == "sinusoidal":
         return SinusoidalPositionalEncoding(d_model, max_len)
     if scheme == "learned":
-        return LearnedPositionalEncoding(max_len, d_model)
+        # std 1: the same scale as sqrt(d_model) * token embedding and as the sinusoidal table; with
+        # Chapter 2's default 0.02 the positions start as 2 % of the signal and attention by position
+        # (a previous-token head) is slow to learn
+        return LearnedPositionalEncoding(max_len, d_model, std=1.0)
     if scheme == "none":
         return NoPositionalEncoding(max_len)
     raise ValueError(f"scheme must be one of {POSITIONAL_SCHEMES}, got {scheme!r}")
