@@ -10,8 +10,8 @@ API (reads bottom-up in this file):
 - ``DecoderOnlyConfig(vocab_size, d_model=64, n_heads=4, d_ff=256, n_layers=4, dropout=0.0,
   max_len=128, positional="sinusoidal", norm_first=True, tie_embeddings=True)``;
   ``positional`` is one of ``POSITIONAL_SCHEMES``: "sinusoidal" (fixed table, Chapter 2),
-  "learned" (a trainable table, initialised N(0, 1) like the scaled embeddings), "none" (NoPE: no positional information is added; the causal
-  mask alone lets the model infer positions).
+  "learned" (a trainable table, initialised N(0, 1) like the scaled embeddings), "none" (NoPE:
+  no positional information is added; the causal mask alone lets the model infer positions).
 - ``DecoderOnly(config, pe=None)``: ``pe`` optionally replaces the scheme by any module with
   ``forward(x (B, T, d_model), offset: int) -> x with positions added``.
   ``model(tokens (B, T)) -> logits (B, T, V)``; ``model(tokens, return_attention=True)`` ->
