@@ -44,7 +44,7 @@ class Quiz:
                 parts.append('<ul class="cu-quiz-choices">')
                 for i, choice in enumerate(q.choices):
                     right = i == q.answer
-                    verdict = "✅ Right." if right else "❌ Not this one."
+                    verdict = "\u2713 Right." if right else "\u2717 Not this one."  # text glyphs every font has
                     parts.append(
                         f'<li><details class="cu-quiz-choice"><summary>{chr(65 + i)}. '
                         f"{html.escape(choice)}</summary><p>{verdict}"

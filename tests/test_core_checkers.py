@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from course_utils.exercises.core import (
+    FAIL,
+    PASS,
     CheckFailed,
     CheckResult,
     call_student,
@@ -29,13 +31,13 @@ def test_pass_prints_one_line_and_is_truthy(capsys: pytest.CaptureFixture[str]) 
     result = check_double(lambda x: x * 2)
     assert isinstance(result, CheckResult) and result and result.passed
     out = capsys.readouterr().out
-    assert out == "✅ Exercise 0.1 (double): all checks passed. Nice.\n"
+    assert out == f"{PASS} Exercise 0.1 (double): all checks passed. Nice.\n"
 
 
 def test_known_mistake_is_named() -> None:
     result = check_double(lambda x: x + 2)
     assert not result
-    assert result.message == "❌ Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
+    assert result.message == f"{FAIL} Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
 
 
 def test_unknown_wrong_answer_reports_largest_difference() -> None:
@@ -60,7 +62,7 @@ def test_learner_exception_becomes_one_line(capsys: pytest.CaptureFixture[str]) 
         (lambda x: None, "double(x) should be a torch.Tensor, got NoneType"),
         (lambda x: x.tolist(), "should be a torch.Tensor, got list"),
         (lambda x: 2 * x.T, "should have shape (2, 3), got (3, 2)"),
-        (42, "expected a function or class, got int 42"),
+        (42, "expected a function or class, got 42"),
         (lambda x: x * float("nan"), "contains NaN where the reference has numbers"),
     ],
 )
