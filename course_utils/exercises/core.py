@@ -191,7 +191,7 @@ def as_int(got: Any, what: str) -> int:
     if isinstance(got, (float, np.floating)) and math.isfinite(got) and float(got).is_integer():
         return int(got)
     if isinstance(got, (bool, np.bool_)) or not isinstance(got, (Integral, np.integer)):
-        raise CheckFailed(f"{what} should be an int, got {type(got).__name__} {describe(got)}")
+        raise CheckFailed(f"{what} should return an int, got {type(got).__name__} {describe(got)}")
     return int(got)
 
 
@@ -202,7 +202,7 @@ def as_number(got: Any, what: str) -> float:
     if isinstance(got, np.generic) and not isinstance(got, np.bool_):
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, Real):
-        raise CheckFailed(f"{what} should be a number, got {type(got).__name__} {describe(got)}")
+        raise CheckFailed(f"{what} should return a number, got {type(got).__name__} {describe(got)}")
     return float(got)
 
 
