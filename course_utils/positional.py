@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .validate import check_float_tensor, check_int, check_number, check_positive_int, check_rank
+from .validate import check_float_tensor, check_int, check_number, check_positive_int
 
 
 def sinusoidal_encoding(T: int, d_model: int) -> Tensor:

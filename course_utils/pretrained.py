@@ -183,6 +183,7 @@ def load_reversal_model(path: Path | str = CHECKPOINT_PATH) -> Transformer:
     except (RuntimeError, TypeError, AttributeError) as error:
         first = str(error).strip().splitlines()[0]
         raise ValueError(
-            f"path must be a checkpoint whose weights fit its config, got a mismatch in {Path(path).name}: {first[:160]}"
+            f"path must be a checkpoint whose weights fit its config, got a mismatch in {Path(path).name}: "
+            f"{first[:160]}"
         ) from None
     return model.eval()

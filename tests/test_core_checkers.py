@@ -37,7 +37,8 @@ def test_pass_prints_one_line_and_is_truthy(capsys: pytest.CaptureFixture[str]) 
 def test_known_mistake_is_named() -> None:
     result = check_double(lambda x: x + 2)
     assert not result
-    assert result.message == f"{FAIL} Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
+    want = f"{FAIL} Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
+    assert result.message == want
 
 
 def test_unknown_wrong_answer_reports_largest_difference() -> None:

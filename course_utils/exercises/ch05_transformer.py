@@ -38,10 +38,13 @@ def _find_linears(module: nn.Module, d_model: int, d_ff: int) -> tuple[nn.Linear
     return first[0], second[0]
 
 
-def _seeded(fn: Callable[[], Tensor], seed: int = 5) -> Tensor:
-    """fn() with the global RNG seeded, so two dropout layouts draw the same random masks."""
-    torch.manual_seed(seed)
-    return fn()
+_SEED = 5
+
+
+def _drop(t: Tensor, p: float) -> Tensor:
+    """F.dropout(t, p) right after seeding the global RNG: the mask a seeded nn.Dropout would draw."""
+    torch.manual_seed(_SEED)
+    return F.dropout(t, p)
 
 
 @checker("5.1", "position-wise feed-forward network")
@@ -78,26 +81,27 @@ def check_ffn(cls: Callable[..., nn.Module]) -> str:
                     "The paper's FFN uses ReLU, max(0, x), not GELU.": lin2(F.gelu(h)),
                     "The paper's FFN uses ReLU, max(0, x), not tanh or a sigmoid.": lin2(torch.tanh(h)),
                     "In eval mode dropout must be off: use nn.Dropout (or F.dropout(..., training=self.training)), "
-                    "which does nothing after model.eval().": _seeded(lambda: lin2(F.dropout(torch.relu(h), p))),
+                    "which does nothing after model.eval().": lin2(_drop(torch.relu(h), p)),
                 }
             expect_close(got, want, f"FFN output for input of shape {shape}", mistakes)
         module.train()
         x = torch.randn(4, 6, d_model, generator=g)
-        got = _seeded(lambda: call_student(module, x, what="your FFN's forward in training mode"))
+        torch.manual_seed(_SEED)  # the same dropout masks as _drop draws
+        got = call_student(module, x, what="your FFN's forward in training mode")
         with torch.no_grad():
             hidden = torch.relu(lin1(x))
-            want = _seeded(lambda: lin2(F.dropout(hidden, p)))
+            want = lin2(_drop(hidden, p))
             mistakes = {
                 f"in training mode the FFN should apply dropout with p=dropout ({p}) to the hidden activations: "
                 "nn.Dropout(dropout) after the ReLU.": lin2(hidden),
                 "Dropout goes on the hidden activations, after the ReLU and before the second linear layer, "
-                "not on the output.": _seeded(lambda: F.dropout(lin2(hidden), p)),
+                "not on the output.": _drop(lin2(hidden), p),
                 "Dropout goes on the hidden activations, after the ReLU, not on the input.":
-                    _seeded(lambda: lin2(torch.relu(lin1(F.dropout(x, p))))),
+                    lin2(torch.relu(lin1(_drop(x, p)))),
             }
             if p != 0.1:
                 mistakes[f"Use the dropout argument (here {p}): your module drops with a fixed p = 0.1."] = (
-                    _seeded(lambda: lin2(F.dropout(hidden, 0.1)))
+                    lin2(_drop(hidden, 0.1))
                 )
         expect_close(got, want, f"FFN output in training mode with dropout={p}", mistakes)
     return "Two linear maps with a ReLU between them, applied to each position on its own."

@@ -173,7 +173,7 @@ class _Recorder(TorchFunctionMode):
 def call_student_without(
     forbidden: set[str], rule: str, fn: Callable[..., Any], *args: Any, what: str = "your function", **kwargs: Any
 ) -> Any:
-    """Like :func:`call_student`, but fail with ``rule`` when the learner calls one of the ``forbidden`` torch functions."""
+    """Like :func:`call_student`, but fail with ``rule`` when the learner calls a ``forbidden`` torch function."""
     recorder = _Recorder(forbidden)
     with recorder:
         result = call_student(fn, *args, what=what, **kwargs)
