@@ -137,29 +137,32 @@ def check_exact_match(fn: Callable[[Sequence[str], Sequence[str]], float]) -> No
         got = call_student(fn, list(preds), list(targets), what="your exact_match")
         got = as_number(got, f"exact_match({preds}, {targets})")
         want = exact_match(preds, targets)
-        if math.isclose(got, want, abs_tol=1e-9):
+        def near(a: float, b: float) -> bool:
+            return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)  # a float32 answer counts
+
+        if near(got, want):
             continue
         n = len(targets)
         prefix = sum(all(a == b for a, b in zip(p, t, strict=False)) for p, t in zip(preds, targets, strict=True))
         chars = sum(sum(a == b for a, b in zip(p, t, strict=False)) for p, t in zip(preds, targets, strict=True))
         anywhere = sum(p in targets for p in preds)
-        if math.isclose(got, sum(p == t for p, t in zip(preds, targets, strict=True))):
+        if near(got, sum(p == t for p, t in zip(preds, targets, strict=True))):
             raise CheckFailed("You returned the number of matches; return the fraction (divide by len(targets)).")
-        if math.isclose(got, 100 * want):
+        if near(got, 100 * want):
             raise CheckFailed("You returned a percentage; return the fraction between 0 and 1.")
-        if math.isclose(got, anywhere / n):
+        if near(got, anywhere / n):
             raise CheckFailed(
                 "A prediction counted as right when it equals any target: compare each prediction with its own "
                 "target, pairing them with zip(predictions, targets)."
             )
-        if math.isclose(got, prefix / n):
+        if near(got, prefix / n):
             raise CheckFailed(
                 "A prediction that is a prefix of the target (or longer than it) counted as right: zip() stops "
                 "at the shorter string. Compare whole strings with ==."
             )
-        if math.isclose(got, chars / sum(len(t) for t in targets)):
+        if near(got, chars / sum(len(t) for t in targets)):
             raise CheckFailed("That is per-character (token) accuracy; exact match compares whole strings.")
-        if math.isclose(got, 1 - want):
+        if near(got, 1 - want):
             raise CheckFailed("You returned the fraction of mismatches; exact match counts the equal pairs.")
         raise CheckFailed(
             f"exact_match({preds}, {targets}) should be {fmt_number(want, got)}, got {fmt_number(got, want)}."
