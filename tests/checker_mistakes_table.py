@@ -910,3 +910,17 @@ wrong("7.4", c7.check_copy_targets, "integer positions", lambda lengths, T_q: co
 wrong("7.4", c7.check_copy_targets, "should have shape", lambda lengths, T_q: copy_ref(lengths, 6))
 wrong("7.4", c7.check_copy_targets, INPLACE, lambda lengths, T_q: (lambda L: torch.where(
     torch.arange(T_q) < L, torch.arange(T_q), -1))(lengths.unsqueeze_(1)))
+
+
+# ================================================================ mistakes no checker foresees
+# Wrong in an unusual way: the checker can only say where the result differs. These keep the
+# "specific hint" share honest (it is not 100 % by construction).
+GENERIC = "differs from the reference"
+wrong("1.1", c1.check_softmax, GENERIC, lambda x: sm_max(x * 1.01))
+wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: (2.0 ** (-8.0 / n)) ** (torch.arange(1, n + 1) + 0.5))
+wrong("3.3", c3.check_vaswani_lr, GENERIC, lambda s, d, w: 0.9 * lr()(s, d, w))
+wrong("4.1", c4.check_causal_mask, GENERIC, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
+      & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
+wrong("5.2", c5.check_encoder_layer_params, GENERIC, lambda d, f: count()(d, f) + 1)
+wrong("6.4", c6.check_exact_match, "should be", lambda p, t: 0.5)
+wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)

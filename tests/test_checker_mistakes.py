@@ -94,7 +94,7 @@ def test_share_of_caught_mistakes_with_a_specific_hint() -> None:
     print(f"\nchecker suite: {c}; share with a specific hint {share:.1%}")
     assert c["wrong caught"] == c["wrong tried"]
     assert c["right accepted"] == c["right tried"]
-    assert share >= 0.97
+    assert share >= 0.95
 
 
 if __name__ == "__main__":
