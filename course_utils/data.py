@@ -16,6 +16,7 @@ import string
 from collections.abc import Sequence
 from numbers import Integral
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -47,6 +48,8 @@ def encode(text: str) -> list[int]:
 
 def decode(ids: Sequence[int] | Tensor) -> str:
     """The string spelled by ``ids``: stops at the first EOS, skips PAD and SOS. Chapter 6."""
+    if isinstance(ids, np.ndarray):
+        ids = torch.from_numpy(ids)
     if isinstance(ids, str) or not isinstance(ids, (Sequence, Tensor)):
         raise TypeError(f"ids must be a 1-D tensor or a list of ints, got {type(ids).__name__}")
     if isinstance(ids, Tensor):

@@ -22,7 +22,7 @@ def _got(value: object) -> str:
         return f"a tensor of shape {tuple(value.shape)} ({str(value.dtype).replace('torch.', '')})"
     if isinstance(value, nn.Module):
         return f"a {type(value).__name__} module"
-    text = repr(value)
+    text = " ".join(repr(value).split())  # one line, even for a tensor or module repr
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
