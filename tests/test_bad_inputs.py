@@ -225,7 +225,8 @@ bad(T, lambda: quiz.Quiz(3, [quiz.Question("q?", "a", "e")]), TypeError, "title 
 bad(T, lambda: quiz.Question(["q?"], "a", "e"), TypeError, "prompt must be a str")
 bad(T, lambda: student.stub_source(["### BEGIN SOLUTION"]), TypeError, "source must be a str")
 bad(T, lambda: utils.set_seed("0"), TypeError, "seed must be an int")
-bad(T, lambda: utils.error_bound("small"), ValueError, "err must be a non-negative number")
+bad(T, lambda: utils.max_error("small"), TypeError, "got must be a number or a tensor", "str")
+bad(T, lambda: utils.agreement(1.0, 1.0, 1e-3, what=3), TypeError, "what must be a string")
 
 # ---------------------------------------------------------------- out of range (negative, zero, too big, NaN, inf)
 R = "out of range"
@@ -348,8 +349,9 @@ bad(R, lambda: quiz.Quiz("t", []), ValueError, "a quiz has 1 to 8 questions")
 bad(R, lambda: student.stub_source("### BEGIN SOLUTION\nx = 1\n"), ValueError, "has no matching '### END SOLUTION'")
 bad(R, lambda: student.stub_source("### END SOLUTION\n"), ValueError, "without '### BEGIN SOLUTION'")
 bad(R, lambda: utils.get_device("gpu"), ValueError, "prefer must be 'cpu', 'cuda' or 'auto'", "gpu")
-bad(R, lambda: utils.error_bound(-1.0), ValueError, "err must be a non-negative number")
-bad(R, lambda: utils.error_bound(float("nan")), ValueError, "err must be a non-negative number")
+bad(R, lambda: utils.agreement(1.0, 1.0, tol=0.0), ValueError, "tol must be a positive number")
+bad(R, lambda: utils.agreement(1.0, 1.0, tol=float("nan")), ValueError, "tol must be a positive number")
+bad(R, lambda: utils.max_error(torch.tensor([float("nan")])), ValueError, "got and reference must be finite")
 
 # ---------------------------------------------------------------- wrong shape, rank or dtype of a tensor
 S = "wrong shape or dtype"
@@ -432,6 +434,7 @@ bad(S, lambda: plots.attention_grid(torch.rand(3, 3)), ValueError, "weights must
 bad(S, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles=["a"]), ValueError, "col_titles must have 2 titles")
 bad(S, lambda: plots.attention_grid(torch.rand(2, 1, 3, 3), row_titles=["a"]), ValueError, "row_titles must have 2 titles")
 bad(S, lambda: plots.attention_grid(torch.rand(1, 1, 3, 4), keys=["a"]), ValueError, "keys must have 4 labels")
+bad(S, lambda: utils.max_error(torch.zeros(2), torch.zeros(3)), ValueError, "got and reference must have the same shape")
 
 # ---------------------------------------------------------------- files: missing, empty, truncated, foreign, mismatched
 F_ = "checkpoint file"
