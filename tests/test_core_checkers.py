@@ -120,3 +120,46 @@ def test_helpers() -> None:
         expect_tensor((1, 2), "out")
     with pytest.raises(CheckFailed, match="my_fn raised ValueError: bad .called with 1, k=2"):
         call_student(lambda a, k: (_ for _ in ()).throw(ValueError("bad")), 1, k=2, what="my_fn")
+
+
+@checker("0.2", "use a module")
+def check_uses_module(fn) -> None:
+    module = torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(12)))  # a 26-line repr
+    call_student(fn, module, torch.zeros(2, 4), what="apply")
+
+
+def test_module_argument_is_described_in_one_line() -> None:
+    def broken(module, x):
+        raise ValueError("no")
+
+    result = check_uses_module(broken)
+    assert "\n" not in result.message and "called with a Sequential module, tensor of shape (2, 4)" in result.message
+
+
+def test_in_place_change_of_an_input_is_named() -> None:
+    def sneaky(x):
+        x *= 2  # right value, but the caller's tensor changed
+        return x
+
+    result = check_double(sneaky)
+    assert not result and "modified its input (argument 1" in result.message and "in place" in result.message
+
+
+def test_module_weights_changed_in_place_are_named() -> None:
+    def zeroes(module, x):
+        with torch.no_grad():
+            module[0].bias.zero_()
+        return module(x)
+
+    result = check_uses_module(zeroes)
+    assert not result and "modified 0.bias of the Sequential passed as argument 1 in place" in result.message
+
+
+def test_integers_are_printed_exactly() -> None:
+    with pytest.raises(CheckFailed, match=r"got 3152384, expected 3152896"):
+        expect_close(torch.tensor([3152384.0]), torch.tensor([3152896.0]), "count", atol=0.5, rtol=0)
+
+
+def test_close_floats_get_enough_digits_to_differ() -> None:
+    with pytest.raises(CheckFailed, match=r"got 0\.500013, expected 0\.5\b"):
+        expect_close(torch.tensor([0.500013]), torch.tensor([0.5]), "x", atol=1e-6, rtol=0)
