@@ -103,6 +103,8 @@ def describe(x: Any) -> str:
         return f"a {type(x).__name__} module"
     if isinstance(x, (list, tuple)):
         return "(" + ", ".join(describe(v) for v in x) + ")"
+    if isinstance(x, type):
+        return f"the class {x.__name__}"
     if callable(x):
         return f"the function {getattr(x, '__name__', type(x).__name__)}"
     text = repr(x).splitlines()[0] if repr(x) else repr(x)
