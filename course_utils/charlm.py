@@ -39,7 +39,7 @@ CHARLM_RECIPE: dict[str, Any] = {
     "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 3, "dropout": 0.0, "norm_first": True,
               "positional": "sinusoidal", "max_len": 128, "tie_embeddings": True},
     "train": {"steps": 800, "lr": 5e-3, "warmup": 50, "min_lr": 5e-4, "optimizer": "adamw", "clip": 1.0,
-              "weight_decay": 0.01, "pad_id": -100},  # no padding in LM batches: -100 matches no id
+              "weight_decay": 0.01},
     "batch_size": 16,
     "block_size": 128,  # characters per training sequence (= max_len, the context window)
     "eval_every": 50,  # validation bits/char every 50 steps, on 128 windows
@@ -177,6 +177,11 @@ def head_scores(model: DecoderOnly, windows: Tensor, vocab_size: int, length: in
 
 
 # ---------------------------------------------------------------- training and the checkpoint
+def _plain_cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean cross-entropy over every position: language-model batches have no padding."""
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
 def build_charlm(vocab_size: int, recipe: dict[str, Any] | None = None) -> DecoderOnly:
     """A fresh character LM with the recipe's model settings. Chapter 8."""
     recipe = recipe or CHARLM_RECIPE
@@ -207,7 +212,8 @@ def train_charlm(
             log["val_bits_per_char"].append(model_bits_per_char(model, val_ids, T, max_windows=128))
 
     batch_fn: Callable[[int], tuple[Tensor, Tensor]] = lambda step: lm_batch(train_ids, B, T, generator)
-    history = train(model, batch_fn, TrainConfig(**recipe["train"]), progress=progress, on_step=evaluate)
+    history = train(model, batch_fn, TrainConfig(**recipe["train"]), loss_fn=_plain_cross_entropy,
+                    progress=progress, on_step=evaluate)
     log["train_loss_nats"] = history.losses
     log["train_seconds"] = round(history.seconds, 1)
     log["recipe"] = recipe

@@ -76,7 +76,8 @@ def test_on_step_hook_sees_every_step_restores_train_mode_and_can_stop():
         m.eval()  # an evaluation would do this; the loop must switch back
         return step == 7
 
-    history = train(model, lambda step: (x, x), TrainConfig(steps=20, warmup=0, pad_id=-100),
+    plain = lambda logits, targets: nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1))
+    history = train(model, lambda step: (x, x), TrainConfig(steps=20, warmup=0), loss_fn=plain,
                     progress=False, on_step=hook)
     assert seen == [(s, s) for s in range(1, 8)]  # called after each step, with that step's loss recorded
     assert all(modes)  # training mode restored before every step
