@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ from torch import Tensor
 
 from .data import EOS_ID, PAD_ID, SOS_ID, VOCAB_SIZE, decode, encode, random_letter_ids
 from .gpt import DecoderOnly, DecoderOnlyConfig, generate
-from .pretrained import save_checkpoint
 from .training import TrainConfig, TrainHistory, train
 from .validate import check_positive_int, check_rank
 
@@ -138,6 +138,18 @@ def reverse_strings_decoder_only(model: DecoderOnly, strings: Sequence[str], ext
     return [s for s in out if s is not None]
 
 
+def save_decoder_only_checkpoint(model: DecoderOnly, recipe: dict[str, Any], path: Path | str = CHECKPOINT_PATH
+                                 ) -> Path:
+    """Write the model's weights, config and recipe (plain data only) to ``path``. Chapter 8."""
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    torch.save({"config": asdict(model.config), "recipe": recipe, "state_dict": state}, path)
+    return path
+
+
 def load_decoder_only_reversal(path: Path | str = CHECKPOINT_PATH) -> DecoderOnly:
     """The shipped decoder-only reversal model, in eval mode, loaded with weights_only=True. Chapter 8."""
     data = _load(path)
@@ -163,5 +175,5 @@ def _load(path: Path | str) -> dict[str, Any]:
 __all__ = [
     "CHECKPOINT_PATH", "DECODER_ONLY_RECIPE", "SEP_ID", "build_decoder_only", "checkpoint_info",
     "load_decoder_only_reversal", "make_one_sequence_batch", "one_sequence_batch", "one_sequence_batch_fn",
-    "reverse_strings_decoder_only", "save_checkpoint", "train_decoder_only_reversal",
+    "reverse_strings_decoder_only", "save_decoder_only_checkpoint", "train_decoder_only_reversal",
 ]

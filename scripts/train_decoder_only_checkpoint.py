@@ -14,11 +14,11 @@ import copy
 from pathlib import Path
 
 from course_utils.evaluation import evaluate_by_length, results_table
-from course_utils.pretrained import save_checkpoint
 from course_utils.reversal_lm import (
     CHECKPOINT_PATH,
     DECODER_ONLY_RECIPE,
     reverse_strings_decoder_only,
+    save_decoder_only_checkpoint,
     train_decoder_only_reversal,
 )
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     recipe["train"]["steps"] = len(history.losses)
     recipe["train"]["warmup"] = min(recipe["train"]["warmup"], len(history.losses) - 1)
     recipe["train_loss"] = [round(x, 5) for x in history.losses]  # the training log, for the loss curve
-    path = save_checkpoint(model, recipe, args.out)
+    path = save_decoder_only_checkpoint(model, recipe, args.out)
     print(f"trained {len(history.losses)} steps in {history.seconds:.1f} s, final loss {history.losses[-1]:.4f}")
     print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
     results = evaluate_by_length(lambda s: reverse_strings_decoder_only(model, s), range(3, 16), 200)
