@@ -1,5 +1,10 @@
 """Execute notebooks top to bottom in a fresh kernel, store the outputs in place, print times.
 
+Stored outputs hold what the HTML book shows: no ipywidgets state and no widget views (an
+explorer's pre-rendered text/html frames are its stored output; see course_utils.interactive),
+and each cell's stream output merged with carriage returns applied (a text progress line is
+stored as its final state).
+
 Usage: python scripts/execute_notebooks.py chapters/01_attention.ipynb [...]   (default: all chapters)
 """
 
@@ -12,14 +17,30 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widgets(nb: nbformat.NotebookNode) -> int:
+    """Remove widget views (and widget state) from the stored outputs; return how many were removed."""
+    removed = 0
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            # keep the output and its other views (nbval compares them; it never compares this one)
+            if out.get("data", {}).pop(WIDGET_VIEW, None) is not None:
+                removed += 1
+    return removed
+
 
 def execute(path: Path, timeout: int = 600) -> float:
     """Run one notebook in place with its folder as working directory; return seconds taken."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     resources = {"metadata": {"path": str(path.parent)}}
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources, record_timing=False).execute()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources, record_timing=False,
+                   store_widget_state=False, coalesce_streams=True).execute()
     seconds = time.perf_counter() - start
+    drop_widgets(nb)
     nbformat.write(nb, path)
     return seconds
 
