@@ -174,7 +174,7 @@ def _slider(kind: str, name: str, low: float, high: float, step: float, book: Se
     default = book[0] if default is None and book else default
     if default is None:
         raise ValueError(f"control {name!r} needs book values or a default, got neither")
-    outside = [v for v in (*book, default) if not low <= v <= high]
+    outside = [v for v in (*book, *([] if default in book else [default])) if not low <= v <= high]
     if outside:
         raise ValueError(f"values of control {name!r} must lie in [{low}, {high}], got {outside}")
     return Control(name, kind, book, default, low, high, step)
