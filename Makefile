@@ -39,7 +39,7 @@ test: $(STAMP) $(MATHJAX)
 ## the student workspace: copies with the solutions blanked out (made if missing, never overwritten)
 lab: $(STAMP)
 	$(BIN)/python -m course_utils.student --workspace --out student
-	$(BIN)/jupyter lab student/
+	COURSE_EXPLORERS=live $(BIN)/jupyter lab student/
 
 student: $(STAMP)
 	$(BIN)/python -m course_utils.student chapters/*.ipynb --out student

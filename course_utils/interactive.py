@@ -11,7 +11,8 @@ holds two views of the same figure:
   boxes) that call ``draw`` again on every change, for any value in their range, so a learner
   can ask "what does it do with *my* input?". Jupyter prefers this view when it can render it.
 
-Widget state is never stored: ``scripts/execute_notebooks.py`` drops the widget view from
+In a ``make lab`` session (``COURSE_EXPLORERS=live``) the frames are skipped: the learner gets
+the live view at once. Widget state is never stored: ``scripts/execute_notebooks.py`` drops the widget view from
 stored outputs (the HTML frames are the stored output) and writes no widget state, so
 notebooks stay small, nbval compares the ``text/html`` frames (PNG data masked by
 ``tests/nbval_sanitize.cfg``) and the book needs no widget manager.
@@ -24,6 +25,7 @@ import html
 import io
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -232,11 +234,14 @@ class Explorer(FrameExplorer):
     """Pre-rendered frames (text/html) plus, in a running kernel, live ipywidgets controls. Chapter 1."""
 
     def __init__(self, uid: str, controls: Sequence[Control], draw: Callable[..., Figure],
-                 frames: dict[tuple[int, ...], bytes], caption: str = "", dpi: int = 80):
+                 frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 80):
         self.specs = list(controls)
         book = [(c.name, [str(v) for v in c.book]) for c in self.specs if c.book]
         if not book:  # every control is live-only: the book shows the defaults as one frame
             book = [(self.specs[0].name, [str(self.specs[0].default)])]
+        self.live_only = frames is None  # made in a live-only session (COURSE_EXPLORERS=live): no frames
+        if self.live_only:
+            frames = {key: b"" for key in itertools.product(*(range(len(values)) for _, values in book))}
         super().__init__(uid, book, frames, caption)
         self.draw, self.dpi = draw, dpi
         self._widget: Any = None
@@ -294,6 +299,17 @@ class Explorer(FrameExplorer):
         self._status.value = ""
         self._image.value = png
 
+    def _repr_html_(self) -> str:
+        if self.live_only:
+            return (f'<div class="cu-explorer-live-only" id="{self.element_id}"><p><em>{html.escape(self.caption)}'
+                    "</em></p><p>A live figure: run this cell in Jupyter to use its controls.</p></div>")
+        return super()._repr_html_()
+
+    def __repr__(self) -> str:
+        if self.live_only:
+            return f"Live figure {self.uid!r}: controls " + ", ".join(c.name for c in self.specs)
+        return super().__repr__()
+
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
         bundle: dict[str, object] = {"text/plain": repr(self), "text/html": self._repr_html_()}
         if live_kernel():
@@ -315,6 +331,10 @@ def explore(
     :func:`float_slider`, :func:`text`) or plain ``(name, values)`` pairs (a choice); ``draw``
     takes one value per control, in that order, and returns a matplotlib Figure. Keep the number
     of book combinations small: every frame is stored in the notebook.
+
+    With the environment variable ``COURSE_EXPLORERS=live`` (set by ``make lab``) and a running
+    kernel, no frames are rendered: the output is the live view and a short note, which saves
+    the learner the wait. The book's frames come from ``make execute``, which never sets it.
     """
     specs = [_as_control(c) for c in controls]
     if not specs:
@@ -322,6 +342,8 @@ def explore(
     names = [c.name for c in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"control names must be unique, got {names}")
+    if os.environ.get("COURSE_EXPLORERS") == "live" and live_kernel():
+        return Explorer(uid, specs, draw, None, caption, dpi)  # `make lab`: the live view only, no frames
     book = [i for i, c in enumerate(specs) if c.book]
     frames: dict[tuple[int, ...], bytes] = {}
     for key in itertools.product(*(range(len(specs[i].book)) for i in book)):

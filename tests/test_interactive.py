@@ -163,3 +163,22 @@ def test_explore_rejects_duplicate_and_foreign_controls() -> None:
         explore("d", [("a", [1]), ("a", [2])], lambda a, b: draw(a, "x"))
     with pytest.raises(TypeError, match="controls must hold Control objects or"):
         explore("d", ["a"], lambda a: draw(a, "x"))
+
+
+def test_live_only_session_renders_no_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def counting(word: str, n: int) -> plt.Figure:
+        calls.append(word)
+        return draw_word(word, n)
+
+    monkeypatch.setenv("COURSE_EXPLORERS", "live")
+    ex = explore("lo", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], counting, dpi=20)
+    assert len(ex.frames) == 2 and not ex.live_only and calls == ["ab", "cd"]  # no kernel: frames as usual
+    monkeypatch.setattr(interactive, "live_kernel", lambda: True)
+    calls.clear()
+    ex = explore("lo", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], counting, dpi=20)
+    assert ex.live_only and calls == []
+    bundle = ex._repr_mimebundle_()
+    assert calls == ["ab"] and WIDGET_VIEW in bundle  # only the live view was drawn
+    assert "run this cell in Jupyter" in bundle["text/html"] and "<img" not in bundle["text/html"]
