@@ -15,7 +15,7 @@ step() {  # step NAME COMMAND...
 }
 
 step "ruff (code and notebooks)" $BIN/ruff check .
-step "unit tests" $BIN/pytest tests --ignore=tests/browser -q --junitxml=reports/unit.xml
+step "unit tests" $BIN/pytest tests --ignore=tests/browser --ignore=tests/lab -q --junitxml=reports/unit.xml
 step "nbval (every chapter notebook, full mode)" \
   $BIN/pytest --nbval chapters --nbval-sanitize-with tests/nbval_sanitize.cfg -q --junitxml=reports/nbval.xml
 build() {
@@ -25,5 +25,7 @@ build() {
 step "strict book build (-W --keep-going)" build
 step "browser check (headless Chromium)" bash -c \
   "bash scripts/ensure_chromium.sh && $BIN/pytest tests/browser -q --junitxml=reports/browser.xml"
+step "JupyterLab check (live controls, a student copy; headless Chromium)" bash -c \
+  "bash scripts/ensure_chromium.sh && $BIN/pytest tests/lab -q --junitxml=reports/lab.xml"
 
 $BIN/python scripts/test_summary.py "${failed[@]}"

@@ -41,6 +41,7 @@ def main() -> None:
         ("unit tests", *junit_counts("unit")),
         ("nbval notebook cells", *junit_counts("nbval")),
         ("pages checked in the browser", *junit_counts("browser")),
+        ("JupyterLab checks", *junit_counts("lab")),
     ]
     print("\n================ make test summary ================")
     total_passed = total_failed = 0
