@@ -31,6 +31,7 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 WORKSPACE = ROOT / "student"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
 def stub_source(source: str) -> str:
@@ -71,6 +72,8 @@ def make_student_copy(src: Path, dst: Path) -> int:
             cell["metadata"]["tags"] = [t for t in tags if t not in ("hide-input", "solution")]
         cell["source"] = [line for line in re.split(r"(?<=\n)", source) if line]
         cell["outputs"], cell["execution_count"] = [], None
+    # name the kernel, so JupyterLab starts the course's Python without asking which kernel
+    nb.setdefault("metadata", {}).setdefault("kernelspec", KERNELSPEC)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return stubbed

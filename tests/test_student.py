@@ -69,6 +69,7 @@ def test_student_copy_of_chapter_1(student_nb: tuple[dict, int]) -> None:
     assert len(nb["cells"]) == len(original["cells"])
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"  # JupyterLab starts it without asking
     sources = ["".join(c["source"]) for c in code]
     assert not any(BEGIN in s or END in s for s in sources)
     assert not any("x.max(dim=-1, keepdim=True)" in s for s in sources)  # the softmax solution is gone

@@ -64,8 +64,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     chapter = work / LIVE_CHAPTER.name
     chapter.write_bytes(LIVE_CHAPTER.read_bytes())
     _with_kernelspec(chapter)
-    make_student_copy(STUDENT_CHAPTER, work / "student" / STUDENT_CHAPTER.name)
-    _with_kernelspec(work / "student" / STUDENT_CHAPTER.name)
+    make_student_copy(STUDENT_CHAPTER, work / "student" / STUDENT_CHAPTER.name)  # exactly as `make lab` makes it
     for name, value in SETTINGS.items():
         target = tmp / "settings" / name
         target.parent.mkdir(parents=True, exist_ok=True)
