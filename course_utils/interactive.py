@@ -33,6 +33,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from PIL import Image
 
 _SCRIPT = """<script>
 (function () {
@@ -59,12 +60,26 @@ _SCRIPT = """<script>
 </script>"""
 
 
-def figure_to_png(fig: Figure, dpi: int = 80) -> bytes:
-    """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter."""
+def figure_to_png(fig: Figure, dpi: int = 200) -> bytes:
+    """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter.
+
+    The picture is stored with a palette of at most 256 colours (8 bits per pixel), which keeps
+    heatmaps and line plots sharp at a fraction of the size of a full-colour PNG.
+    """
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
-    return buffer.getvalue()
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels of PNG bytes, read from the image header."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("png must be the bytes of a PNG image")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 class FrameExplorer:
@@ -114,9 +129,13 @@ class FrameExplorer:
             data = base64.b64encode(self.frames[key]).decode("ascii")
             k = "-".join(str(i) for i in key)
             hidden = "" if all(i == 0 for i in key) else "display:none;"
+            # frames are rendered at twice the resolution they are shown at: sharp on 2x screens
+            width = png_size(self.frames[key])[0] // 2
+            setting = ", ".join(f"{name} = {values[i]}" for (name, values), i in zip(self.controls, key, strict=True))
+            alt = f"{self.caption or self.uid} ({setting})"
             images.append(
-                f'<img data-key="{k}" alt="{html.escape(self.caption or self.uid)} frame {k}" '
-                f'style="{hidden}max-width:100%" src="data:image/png;base64,{data}">'
+                f'<img data-key="{k}" alt="{html.escape(alt)}" width="{width}" '
+                f'style="{hidden}max-width:100%;height:auto" src="data:image/png;base64,{data}">'
             )
         caption = f'<p style="margin:4px 0"><em>{html.escape(self.caption)}</em></p>' if self.caption else ""
         return (
@@ -234,7 +253,7 @@ class Explorer(FrameExplorer):
     """Pre-rendered frames (text/html) plus, in a running kernel, live ipywidgets controls. Chapter 1."""
 
     def __init__(self, uid: str, controls: Sequence[Control], draw: Callable[..., Figure],
-                 frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 80):
+                 frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 100):
         self.specs = list(controls)
         book = [(c.name, [str(v) for v in c.book]) for c in self.specs if c.book]
         if not book:  # every control is live-only: the book shows the defaults as one frame
@@ -290,7 +309,7 @@ class Explorer(FrameExplorer):
         """Redraw the live figure for the current control values; show an error in the status line."""
         values = list(self.values().values())
         try:
-            png = _render(self.draw, values, self.dpi)
+            png = _render(self.draw, values, 2 * self.dpi)
         except Exception as error:  # shown to the learner instead of a traceback in the log
             plt.close("all")
             self._status.value = f'<span style="color:#b00020">{html.escape(type(error).__name__)}: ' \
@@ -298,6 +317,7 @@ class Explorer(FrameExplorer):
             return
         self._status.value = ""
         self._image.value = png
+        self._image.width = str(png_size(png)[0] // 2)  # stored at twice the shown resolution
 
     def _repr_html_(self) -> str:
         if self.live_only:
@@ -323,14 +343,15 @@ def explore(
     controls: Sequence[Control | tuple[str, Sequence[object]]],
     draw: Callable[..., Figure],
     caption: str = "",
-    dpi: int = 80,
+    dpi: int = 100,
 ) -> Explorer:
     """Render ``draw(*values)`` for every combination of book values; live controls in a kernel. Chapter 1.
 
     ``controls`` lists :class:`Control` objects (:func:`choice`, :func:`int_slider`,
     :func:`float_slider`, :func:`text`) or plain ``(name, values)`` pairs (a choice); ``draw``
     takes one value per control, in that order, and returns a matplotlib Figure. Keep the number
-    of book combinations small: every frame is stored in the notebook.
+    of book combinations small: every frame is stored in the notebook. Each frame (and the live
+    picture) is shown at ``dpi`` pixels per inch of the figure and stored at twice that.
 
     With the environment variable ``COURSE_EXPLORERS=live`` (set by ``make lab``) and a running
     kernel, no frames are rendered: the output is the live view and a short note, which saves
@@ -350,5 +371,5 @@ def explore(
         values = [c.default for c in specs]
         for i, j in zip(book, key, strict=True):
             values[i] = specs[i].book[j]
-        frames[key if book else (0,)] = _render(draw, values, dpi)
+        frames[key if book else (0,)] = _render(draw, values, 2 * dpi)
     return Explorer(uid, specs, draw, frames, caption, dpi)
