@@ -14,8 +14,9 @@ d_model); in the HTML book it shows the frames pre-rendered for the controls' bo
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import torch
@@ -27,10 +28,21 @@ from .data import EOS_ID, FIRST_LETTER_ID, ITOS, PAD_ID, SOS_ID, VOCAB_SIZE, mak
 from .decoding import greedy_decode, reverse_strings, sample_reversals, sampling_probs
 from .interactive import Explorer, choice, explore, float_slider, int_slider, text
 from .masks import padding_mask
-from .plots import attention_grid
+from .plots import BOOK_RC, attention_grid
 from .positional import sinusoidal_encoding
 
 MAX_INPUT = 24  # longest input the live text boxes accept (the pictures stay legible)
+
+
+def _book_figure(draw: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Draw with the book's figure defaults, whatever the notebook has set (a cell may run alone)."""
+
+    @functools.wraps(draw)
+    def wrapped(*args: object, **kwargs: object) -> Figure:
+        with plt.rc_context(BOOK_RC):
+            return draw(*args, **kwargs)
+
+    return wrapped
 
 
 def _check_input(word: str) -> str:
@@ -50,6 +62,7 @@ def _label(token_id: int) -> str:
 
 # --- Chapter 2 ------------------------------------------------------------------------------
 
+@_book_figure
 def draw_pe_columns(d_model: int, pair: int, positions: int = 100) -> Figure:
     """Columns 2i (sin) and 2i+1 (cos) of the sinusoidal table over ``positions`` positions. Chapter 2.
 
@@ -81,7 +94,6 @@ def pe_explorer(uid: str = "ch2-pe-live") -> Explorer:
          int_slider("positions", 10, 1000, step=10, default=100)],
         draw_pe_columns,
         caption="Two columns of the sinusoidal table: dimension 2i (sin) and 2i+1 (cos)",
-        dpi=70,
     )
 
 
@@ -104,6 +116,7 @@ def next_token_table(model: nn.Module, word: str, temperature: float = 1.0,
     return sampling_probs(logits, temperature, top_k), out
 
 
+@_book_figure
 def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n_samples: int = 8) -> Figure:
     """Next-token probabilities along the greedy output, and ``n_samples`` sampled outputs. Chapter 6."""
     probs, out = next_token_table(model, word, temperature, top_k)
@@ -139,16 +152,16 @@ def sampling_explorer(model: nn.Module | None = None, words: Sequence[str] = ("r
     return explore(
         uid,
         [text("input", book=[_check_input(w) for w in words]),
-         float_slider("temperature", 0.1, 3.0, 0.1, book=[0.5, 1.0, 2.0]),
+         float_slider("temperature", 0.1, 3.0, 0.1, book=[1.0, 2.0, 3.0]),
          int_slider("top-k", 1, VOCAB_SIZE, default=VOCAB_SIZE)],
         lambda word, temperature, top_k: draw_sampling(model, word, temperature, top_k),
         caption="Next-token probabilities along the greedy output, and sampled outputs",
-        dpi=70,
     )
 
 
 # --- Chapter 7 ------------------------------------------------------------------------------
 
+@_book_figure
 @torch.no_grad()
 def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
     """Every head's cross-attention in decoder ``layer`` for ``word``, with its alignment score. Chapter 7.
@@ -169,7 +182,7 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
         cross[0].unsqueeze(0), keys=[_label(i) for i in src[0].tolist()],
         queries=[_label(i) for i in tgt_out[0].tolist()], row_titles=[f"layer {layer}"],
         col_titles=[f"head {h + 1}: A = {a:.2f}" for h, a in enumerate(scores.tolist())],
-        suptitle=f"'{word}' -> model output '{output}' ({verdict})", cell_size=1.55,
+        suptitle=f"'{word}' -> model output '{output}' ({verdict})",
     )
 
 
@@ -189,5 +202,4 @@ def cross_attention_explorer(model: nn.Module | None = None,
          choice("layer", list(range(1, n_layers + 1)))],
         lambda word, layer: draw_cross_attention(model, word, layer),
         caption="Cross-attention of every head of one decoder layer, with its alignment score A on this input",
-        dpi=70,
     )
