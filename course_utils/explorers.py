@@ -85,7 +85,7 @@ def draw_pe_columns(d_model: int, pair: int, positions: int = 100) -> Figure:
     return fig
 
 
-def pe_explorer(uid: str = "ch2-pe-live") -> Explorer:
+def pe_explorer(uid: str = "ch2-pe-explorer") -> Explorer:
     """Sinusoidal PE columns; live: any even d_model 2-512, any pair, 10-1000 positions. Chapter 2."""
     return explore(
         uid,
@@ -143,7 +143,7 @@ def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n
 
 
 def sampling_explorer(model: nn.Module | None = None, words: Sequence[str] = ("reversal", "attention"),
-                      uid: str = "ch6-sampling-live") -> Explorer:
+                      uid: str = "ch6-sampling-explorer") -> Explorer:
     """Sampling from the trained model; live: any input, temperature 0.1-3, top-k 1-V. Chapter 6."""
     if model is None:
         from .pretrained import load_reversal_model
@@ -189,7 +189,7 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
 def cross_attention_explorer(model: nn.Module | None = None,
                              words: Sequence[str] = ("reversal", "abc", "heatmap", "attention",
                                                      "lengthgeneralisation"),
-                             uid: str = "ch7-cross-live") -> Explorer:
+                             uid: str = "ch7-explorer") -> Explorer:
     """The trained model's output and every head's cross-attention; live: any input, any layer. Chapter 7."""
     if model is None:
         from .pretrained import load_reversal_model

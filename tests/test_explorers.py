@@ -68,7 +68,7 @@ def test_bad_inputs_are_named(model, word: str, message: str) -> None:
 
 def test_live_cross_attention_explorer_takes_any_string(model) -> None:
     ex = explorers.cross_attention_explorer(model, words=["abc"])
-    assert len(ex.frames) == 2 and 'id="cu-explorer-ch7-cross-live"' in ex._repr_html_()
+    assert len(ex.frames) == 2 and 'id="cu-explorer-ch7-explorer"' in ex._repr_html_()
     ex.widget()
     word, layer = ex._inputs
     first = ex._image.value
