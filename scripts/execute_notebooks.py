@@ -2,8 +2,8 @@
 
 Stored outputs hold what the HTML book shows: no ipywidgets state and no widget views (an
 explorer's pre-rendered text/html frames are its stored output; see course_utils.interactive),
-and each cell's stream output merged with carriage returns applied (a text progress line is
-stored as its final state).
+and adjacent pieces of one stream merged with carriage returns applied (a text progress line is
+stored as its final state; nothing is reordered).
 
 Usage: python scripts/execute_notebooks.py chapters/01_attention.ipynb [...]   (default: all chapters)
 """
@@ -11,6 +11,7 @@ Usage: python scripts/execute_notebooks.py chapters/01_attention.ipynb [...]   (
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -33,15 +34,36 @@ def drop_widgets(nb: nbformat.NotebookNode) -> int:
     return removed
 
 
+CARRIAGE_RETURN = re.compile(r"^.*\r(?=[^\n])", re.MULTILINE)  # a line rewritten in place: keep the last text
+
+
+def tidy_streams(nb: nbformat.NotebookNode) -> None:
+    """Merge adjacent outputs of the same stream and apply carriage returns, as a terminal shows them."""
+    for cell in nb.cells:
+        merged: list = []
+        for out in cell.get("outputs", []):
+            if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                    and merged[-1]["name"] == out["name"]):
+                merged[-1]["text"] += out["text"]
+            else:
+                merged.append(out)
+        for out in merged:
+            if out.get("output_type") == "stream":
+                out["text"] = CARRIAGE_RETURN.sub("", out["text"])
+        if "outputs" in cell:
+            cell["outputs"] = merged
+
+
 def execute(path: Path, timeout: int = 600) -> float:
     """Run one notebook in place with its folder as working directory; return seconds taken."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     resources = {"metadata": {"path": str(path.parent)}}
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources, record_timing=False,
-                   store_widget_state=False, coalesce_streams=True).execute()
+                   store_widget_state=False).execute()
     seconds = time.perf_counter() - start
     drop_widgets(nb)
+    tidy_streams(nb)
     nbformat.write(nb, path)
     return seconds
 

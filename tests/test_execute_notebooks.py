@@ -46,6 +46,17 @@ def test_stored_outputs_hold_frames_and_the_final_progress_line(tmp_path: Path) 
     assert progress["text"] == "training: 200/200 steps\ndone\n"
 
 
+def test_tidy_streams_merges_neighbours_only() -> None:
+    out = nbformat.v4.new_output
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[
+        out("stream", name="stdout", text="\rstep 1/3"), out("stream", name="stdout", text="\rstep 3/3\nbefore\n"),
+        out("display_data", data={"text/plain": "figure"}), out("stream", name="stdout", text="after\n")])]
+    execute_notebooks.tidy_streams(nb)
+    texts = [o.get("text", o.get("data", {}).get("text/plain")) for o in nb.cells[0].outputs]
+    assert texts == ["step 3/3\nbefore\n", "figure", "after\n"]  # the text after the figure stays after it
+
+
 def test_drop_widgets_keeps_the_other_views() -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
