@@ -54,7 +54,7 @@ def tidy_streams(nb: nbformat.NotebookNode) -> None:
             cell["outputs"] = merged
 
 
-def execute(path: Path, timeout: int = 600) -> float:
+def execute(path: Path, timeout: int = 1800) -> float:
     """Run one notebook in place with its folder as working directory; return seconds taken."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
