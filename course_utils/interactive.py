@@ -63,6 +63,38 @@ _SCRIPT = """<script>
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+def _check_uid(uid: object) -> str:
+    if not isinstance(uid, str):
+        raise TypeError(f"uid must be a str, got {type(uid).__name__}")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
+        raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
+    return uid
+
+
+def _check_controls(controls: object) -> None:
+    if isinstance(controls, (str, dict)) or not isinstance(controls, Sequence):
+        raise TypeError(f"controls must be a list of (name, values) pairs, got {type(controls).__name__}")
+    if not controls:
+        raise ValueError("controls must name at least one control, got none")
+    for i, pair in enumerate(controls):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"controls must be a list of (name, values) pairs, got controls[{i}] = {pair!r:.40}")
+        name, values = pair
+        if not isinstance(name, str):
+            raise TypeError(f"controls[{i}] must start with a str name, got {type(name).__name__}")
+        if isinstance(values, str) or not isinstance(values, Sequence):
+            raise TypeError(f"control {name!r} must have a list of values, got {type(values).__name__}")
+        if len(values) == 0:
+            raise ValueError(f"control {name!r} must have at least one value, got none")
+
+
+def _check_figure_args(fig: object, dpi: object) -> None:
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
+        raise ValueError(f"dpi must be a positive int, got {dpi!r}")
+
+
 def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter.
 
@@ -71,6 +103,7 @@ def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     ``tight=False`` the picture is exactly the figure's size (width x dpi pixels), whatever
     text it holds.
     """
+    _check_figure_args(fig, dpi)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight" if tight else None, metadata={"Software": None})
     plt.close(fig)
@@ -97,13 +130,13 @@ class FrameExplorer:
         frames: dict[tuple[int, ...], bytes],
         caption: str = "",
     ):
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
-            raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
-        if not controls:
-            raise ValueError("controls must name at least one control, got none")
-        for name, values in controls:
-            if len(values) == 0:
-                raise ValueError(f"control {name!r} must have at least one value, got none")
+        _check_uid(uid)
+        _check_controls(controls)
+        if not isinstance(frames, dict) or not all(isinstance(v, bytes) for v in frames.values()):
+            raise TypeError("frames must map each tuple of control indices to PNG bytes, got "
+                            f"{type(frames).__name__}" + (" with non-bytes values" if isinstance(frames, dict) else ""))
+        if not isinstance(caption, str):
+            raise TypeError(f"caption must be a str, got {type(caption).__name__}")
         expected = set(itertools.product(*(range(len(values)) for _, values in controls)))
         if set(frames) != expected:
             missing = sorted(expected - set(frames))[:3]
@@ -232,7 +265,7 @@ def text(name: str, book: Sequence[str] = (), default: str | None = None) -> Con
 def _as_control(control: Control | tuple[str, Sequence[object]]) -> Control:
     if isinstance(control, Control):
         return control
-    if isinstance(control, tuple) and len(control) == 2:
+    if isinstance(control, (tuple, list)) and len(control) == 2:
         return choice(*control)
     raise TypeError(f"controls must hold Control objects or (name, values) pairs, got {control!r}")
 
@@ -366,6 +399,18 @@ def explore(
     kernel, no frames are rendered: the output is the live view and a short note, which saves
     the learner the wait. The book's frames come from ``make execute``, which never sets it.
     """
+    _check_uid(uid)
+    if isinstance(controls, (str, dict)) or not isinstance(controls, Sequence):
+        raise TypeError(f"controls must be a list of controls or (name, values) pairs, got {type(controls).__name__}")
+    pairs = [c for c in controls if not isinstance(c, Control)]
+    if pairs:
+        _check_controls(pairs)
+    if not callable(draw):
+        raise TypeError(f"draw must be a function returning a matplotlib Figure, got {type(draw).__name__}")
+    if not isinstance(caption, str):
+        raise TypeError(f"caption must be a str, got {type(caption).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
+        raise ValueError(f"dpi must be a positive int, got {dpi!r}")
     specs = [_as_control(c) for c in controls]
     if not specs:
         raise ValueError("controls must name at least one control, got none")

@@ -36,6 +36,8 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "langua
 
 def stub_source(source: str) -> str:
     """Replace each BEGIN/END SOLUTION block with an indented ``raise NotImplementedError``."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str (a cell's code), got {type(source).__name__}")
     out: list[str] = []
     inside = False
     for line in source.splitlines():

@@ -161,7 +161,7 @@ def test_bad_controls(make, error: type, message: str) -> None:
 def test_explore_rejects_duplicate_and_foreign_controls() -> None:
     with pytest.raises(ValueError, match="control names must be unique"):
         explore("d", [("a", [1]), ("a", [2])], lambda a, b: draw(a, "x"))
-    with pytest.raises(TypeError, match="controls must hold Control objects or"):
+    with pytest.raises(TypeError, match=r"controls must be a list of \(name, values\) pairs, got controls\[0\] = .a."):
         explore("d", ["a"], lambda a: draw(a, "x"))
 
 
