@@ -99,12 +99,15 @@ def train(
     loss_fn: Callable[..., Tensor] | None = None,
     progress: bool = True,
     desc: str = "training",
+    on_backward: Callable[[int, Tensor, Sequence[Tensor]], None] | None = None,
 ) -> TrainHistory:
     """Train ``model`` for ``config.steps`` steps on batches from ``batch_fn(step)``; return the history. Chapter 6.
 
     Each step: forward, masked cross-entropy, backward, clip the gradient norm, set the
     warm-up + cosine learning rate, optimiser step. ``loss_fn(logits, targets)`` replaces
-    the default masked cross-entropy when given.
+    the default masked cross-entropy when given. ``on_backward(step, logits, batch)``, when
+    given, runs after the backward pass and before clipping, so it can read the raw gradients
+    and score the batch (Chapter 10 measures gradient norms and steps to 99 % this way).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -114,6 +117,10 @@ def train(
     check_positive_int("config.steps", config.steps)
     if config.lr <= 0:
         raise ValueError(f"config.lr must be positive, got {config.lr}")
+    if on_backward is not None and not callable(on_backward):
+        raise TypeError(
+            f"on_backward must be a function (step, logits, batch) -> None, got {type(on_backward).__name__}"
+        )
     if loss_fn is None:
         def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
             return masked_cross_entropy(logits, targets, config.pad_id, config.label_smoothing)
@@ -134,6 +141,8 @@ def train(
         loss = loss_fn(logits, batch[-1])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if on_backward is not None:
+            on_backward(step, logits.detach(), batch)
         if config.clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()

@@ -62,3 +62,20 @@ def test_train_bad_arguments():
         train(model, lambda s: torch.zeros(1), TrainConfig(steps=2, warmup=0), progress=False)
     with pytest.raises(ValueError, match="optimizer"):
         train(model, lambda s: (torch.zeros(1, 2),) * 2, TrainConfig(steps=2, warmup=0, optimizer="sgd"))
+
+
+def test_on_backward_sees_raw_gradients_before_clipping():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    x, y = torch.randn(2, 1, 3) * 100, torch.tensor([[1], [2]])  # large inputs: gradients far above the clip
+    seen = []
+
+    def record(step, logits, batch):
+        assert logits.shape == (2, 1, 4) and not logits.requires_grad and batch[-1] is y
+        seen.append((step, float(torch.linalg.vector_norm(model.weight.grad))))
+
+    train(model, lambda s: (x, y), TrainConfig(steps=3, warmup=0, clip=1e-3), progress=False, on_backward=record)
+    assert [s for s, _ in seen] == [1, 2, 3]
+    assert seen[0][1] > 1.0  # unclipped: clipping happens after the hook
+    with pytest.raises(TypeError, match="on_backward must be a function"):
+        train(model, lambda s: (x, y), TrainConfig(steps=1, warmup=0), progress=False, on_backward=3)
