@@ -1,0 +1,193 @@
+"""Benchmark: Chapter 10's measurements; prints progress lines and ends with one JSON line.
+
+Usage:
+    python benchmarks/ablations.py                       # everything (writes course_utils/assets/ablations.json)
+    python benchmarks/ablations.py --rows base,no_residual --no-save
+    python benchmarks/ablations.py --list                # the row names
+
+Three parts:
+- ``baselines``: GRU encoder-decoder without and with Bahdanau attention vs the Transformer,
+  all trained with Chapter 6's fast recipe (same data, steps, batch, schedule); exact match by
+  length 3-15 (greedy, fresh seeded strings).
+- ``timing``: time per training step against sequence length for each architecture, next to
+  the paper's Table 1 counted analytically (operations per layer, sequential steps, path length).
+- ``table3``: the paper's Table 3 in miniature: one small model, a fixed budget, one change
+  per row; exact match (mean over lengths 3-10), final loss, steps to 99 %, layer-1 gradient norm.
+Timings depend on the machine and on whatever else runs on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from course_utils.ablations import ASSET_PATH, run_row, seq2seq_counts, table1_counts, train_measured
+from course_utils.baselines import GRUConfig, GRUSeq2Seq
+from course_utils.data import VOCAB_SIZE, random_batch
+from course_utils.evaluation import evaluate_by_length
+from course_utils.pretrained import FAST_RECIPE, build_model, reversal_batch_fn
+from course_utils.training import TrainConfig, masked_cross_entropy
+
+# -- Table 3 in miniature --------------------------------------------------------------------
+BASE_MODEL = {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 2, "n_decoder_layers": 2,
+              "dropout": 0.0, "norm_first": False}  # the paper's post-LN block, tiny
+BASE_TRAIN = {"steps": 300, "lr": 5e-3, "warmup": 30}
+DEPTH_TRAIN = {"steps": 150, "lr": 5e-3, "warmup": 30}  # deep rows are costly: half the steps
+
+
+def _row(group: str, change: str, model: dict | None = None, train: dict | None = None,
+         variant: dict | None = None, base_train: dict = BASE_TRAIN) -> dict[str, Any]:
+    return {"group": group, "change": change, "model": {**BASE_MODEL, **(model or {})},
+            "train": {**base_train, **(train or {})}, "variant": variant or {}}
+
+
+def table3_rows() -> dict[str, dict[str, Any]]:
+    """Every row of the miniature Table 3, by name."""
+    rows = {"base": _row("base", "d_model 32, h 4, d_ff 64, N 2, post-LN, warm-up 30")}
+    for h in (1, 2, 8):
+        rows[f"heads_{h}"] = _row("A", f"h = {h} (d_k = {32 // h})", {"n_heads": h})
+    for d_k in (2, 16):
+        rows[f"dk_{d_k}"] = _row("B", f"d_k = {d_k} for queries and keys (h = 4)", variant={"d_k": d_k})
+    rows["size_small"] = _row("C", "d_model 16, d_ff 32", {"d_model": 16, "d_ff": 32})
+    rows["size_large"] = _row("C", "d_model 64, d_ff 128", {"d_model": 64, "d_ff": 128})
+    rows["layers_1"] = _row("C", "N = 1", {"n_encoder_layers": 1, "n_decoder_layers": 1})
+    rows["dropout_0.1"] = _row("D", "dropout 0.1", {"dropout": 0.1})
+    rows["dropout_0.3"] = _row("D", "dropout 0.3", {"dropout": 0.3})
+    rows["label_smoothing_0.1"] = _row("D", "label smoothing 0.1", train={"label_smoothing": 0.1})
+    rows["learned_positions"] = _row("E", "learned positions instead of sinusoidal", variant={"positional": "learned"})
+    rows["no_positions"] = _row("no PE", "no positional encoding", variant={"positional": "none"})
+    rows["no_residual"] = _row("no residual", "no residual connections (40.2)", variant={"residual": False})
+    rows["no_layer_norm"] = _row("no LN", "no LayerNorm", variant={"layer_norm": False})
+    for norm_first in (False, True):
+        for depth in (2, 6, 12):
+            for warmup in (True, False):
+                ln = "pre" if norm_first else "post"
+                name = f"{ln}_ln_N{depth}_{'warmup' if warmup else 'no_warmup'}"
+                rows[name] = _row(
+                    "depth", f"{ln}-LN, N = {depth}, {'warm-up 30' if warmup else 'no warm-up'}",
+                    {"norm_first": norm_first, "n_encoder_layers": depth, "n_decoder_layers": depth},
+                    {"warmup": 30 if warmup else 0}, base_train=DEPTH_TRAIN,
+                )
+    return rows
+
+
+# -- baselines ---------------------------------------------------------------------------------
+def gru_model(attention: bool) -> GRUSeq2Seq:
+    """The GRU baseline, d_embed = d_hidden = 64 like the fast Transformer's d_model."""
+    return GRUSeq2Seq(GRUConfig(VOCAB_SIZE, d_embed=64, d_hidden=64, attention=attention))
+
+
+def run_baseline(name: str, n_per_length: int) -> dict[str, Any]:
+    """Train one architecture with the fast recipe's data, steps, batch and schedule; evaluate 3-15."""
+    recipe = copy.deepcopy(FAST_RECIPE)
+    torch.manual_seed(recipe["seed"])
+    model = build_model(recipe) if name == "transformer" else gru_model(attention=name == "gru_bahdanau")
+    generator = torch.Generator().manual_seed(recipe["seed"])
+    measured = train_measured(model, reversal_batch_fn(recipe, generator), TrainConfig(**recipe["train"]))
+    history = measured["history"]
+    results = evaluate_by_length(model, range(3, 16), n_per_length)
+    return {
+        "params": sum(p.numel() for p in model.parameters()),
+        "train_seconds": round(history.seconds, 1),
+        "steps": len(history.losses),
+        "final_loss": round(sum(history.losses[-50:]) / 50, 4),
+        "steps_to_99": measured["steps_to_99"],
+        "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
+    }
+
+
+# -- timing and Table 1 ------------------------------------------------------------------------
+def time_step(model: torch.nn.Module, T: int, batch_size: int, repeats: int) -> float:
+    """Median seconds of one training step (forward, loss, backward) on a batch of length-T strings."""
+    generator = torch.Generator().manual_seed(T)
+    src, tgt_in, tgt_out = random_batch(batch_size, T, T, generator)
+    model.train()
+    times = []
+    for i in range(repeats + 1):
+        start = time.perf_counter()
+        loss = masked_cross_entropy(model(src, tgt_in), tgt_out)
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        if i:  # the first step warms up the allocator
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_timing(lengths: list[int], batch_size: int, repeats: int) -> dict[str, Any]:
+    """Time per training step against length for the three architectures, plus the analytic counts."""
+    recipe = copy.deepcopy(FAST_RECIPE)
+    recipe["model"]["dropout"] = 0.0
+    torch.manual_seed(0)
+    models = {"transformer": build_model(recipe), "gru": gru_model(False), "gru_bahdanau": gru_model(True)}
+    n_layers = recipe["model"]["n_encoder_layers"]
+    d = recipe["model"]["d_model"]
+    out: dict[str, Any] = {"lengths": lengths, "batch_size": batch_size, "ms_per_step": {}, "counts": {},
+                           "table1": {str(T): table1_counts(T, d) for T in lengths}}
+    for name, model in models.items():
+        out["ms_per_step"][name] = [round(1000 * time_step(model, T, batch_size, repeats), 2) for T in lengths]
+    out["counts"] = {str(T): seq2seq_counts(T, n_layers) for T in lengths}
+    return out
+
+
+def main() -> None:
+    rows = table3_rows()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="all",
+                        help="comma-separated Table 3 row names, 'all', or 'none'; see --list")
+    parser.add_argument("--parts", default="baselines,timing,table3", help="which parts to run")
+    parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length (baselines)")
+    parser.add_argument("--list", action="store_true", help="print the row names and exit")
+    parser.add_argument("--no-save", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--out", default=str(ASSET_PATH), help="where to write the JSON asset")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(f"{k:28s} {v['group']:12s} {v['change']}" for k, v in rows.items()))
+        return
+    parts = set(args.parts.split(","))
+    chosen = list(rows) if args.rows == "all" else [] if args.rows == "none" else args.rows.split(",")
+    unknown = [r for r in chosen if r not in rows]
+    if unknown:
+        sys.exit(f"--rows: unknown row(s) {unknown}; run with --list to see the names")
+    start = time.perf_counter()
+    result: dict[str, Any] = {
+        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                    "cpu_count": torch.get_num_threads(), "torch": torch.__version__},
+        "recipe": {"baselines": FAST_RECIPE, "table3_base_model": BASE_MODEL, "table3_train": BASE_TRAIN,
+                   "depth_train": DEPTH_TRAIN, "table3_batch_size": 64, "table3_eval_lengths": [3, 10]},
+    }
+    if "baselines" in parts:
+        result["baselines"] = {}
+        for name in ("transformer", "gru", "gru_bahdanau"):
+            result["baselines"][name] = run_baseline(name, args.n_per_length)
+            print(f"baseline {name}: {json.dumps(result['baselines'][name])}", file=sys.stderr, flush=True)
+    if "timing" in parts:
+        result["timing"] = run_timing([8, 16, 32, 64, 128], batch_size=32, repeats=3)
+        print(f"timing: {json.dumps(result['timing']['ms_per_step'])}", file=sys.stderr, flush=True)
+    if "table3" in parts and chosen:
+        result["table3"] = {}
+        for name in chosen:
+            spec = rows[name]
+            measured = run_row(spec["model"], spec["train"], spec["variant"])
+            result["table3"][name] = {"group": spec["group"], "change": spec["change"], **measured}
+            print(f"row {name}: {json.dumps(measured)}", file=sys.stderr, flush=True)
+    result["total_seconds"] = round(time.perf_counter() - start, 1)
+    if not args.no_save:
+        out = Path(args.out)
+        previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+        if "table3" in result and "table3" in previous and args.rows != "all":
+            result["table3"] = {**previous["table3"], **result["table3"]}  # a subset updates its rows only
+        out.write_text(json.dumps({**previous, **result}, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
