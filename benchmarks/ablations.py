@@ -41,7 +41,7 @@ from course_utils.training import TrainConfig, masked_cross_entropy
 BASE_MODEL = {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 2, "n_decoder_layers": 2,
               "dropout": 0.0, "norm_first": False}  # the paper's post-LN block, tiny
 BASE_TRAIN = {"steps": 300, "lr": 5e-3, "warmup": 30}
-DEPTH_TRAIN = {"steps": 150, "lr": 5e-3, "warmup": 30}  # deep rows are costly: half the steps
+DEPTH_TRAIN = {"steps": 100, "lr": 5e-3, "warmup": 20}  # deep rows are costly: a third of the steps
 
 
 def _row(group: str, change: str, model: dict | None = None, train: dict | None = None,
@@ -66,6 +66,9 @@ def table3_rows() -> dict[str, dict[str, Any]]:
     rows["learned_positions"] = _row("E", "learned positions instead of sinusoidal", variant={"positional": "learned"})
     rows["no_positions"] = _row("no PE", "no positional encoding", variant={"positional": "none"})
     rows["no_residual"] = _row("no residual", "no residual connections (40.2)", variant={"residual": False})
+    rows["no_residual_N6"] = _row("no residual", "no residual connections, N = 6 (40.2)",
+                                  {"n_encoder_layers": 6, "n_decoder_layers": 6}, variant={"residual": False},
+                                  base_train=DEPTH_TRAIN)
     rows["no_layer_norm"] = _row("no LN", "no LayerNorm", variant={"layer_norm": False})
     for norm_first in (False, True):
         for depth in (2, 6, 12):
@@ -73,9 +76,9 @@ def table3_rows() -> dict[str, dict[str, Any]]:
                 ln = "pre" if norm_first else "post"
                 name = f"{ln}_ln_N{depth}_{'warmup' if warmup else 'no_warmup'}"
                 rows[name] = _row(
-                    "depth", f"{ln}-LN, N = {depth}, {'warm-up 30' if warmup else 'no warm-up'}",
+                    "depth", f"{ln}-LN, N = {depth}, {'warm-up 20' if warmup else 'no warm-up'}",
                     {"norm_first": norm_first, "n_encoder_layers": depth, "n_decoder_layers": depth},
-                    {"warmup": 30 if warmup else 0}, base_train=DEPTH_TRAIN,
+                    {"warmup": 20 if warmup else 0}, base_train=DEPTH_TRAIN,
                 )
     return rows
 
@@ -158,6 +161,17 @@ def main() -> None:
     if unknown:
         sys.exit(f"--rows: unknown row(s) {unknown}; run with --list to see the names")
     start = time.perf_counter()
+    out = Path(args.out)
+    previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() and not args.no_save else {}
+
+    def save() -> None:  # after every part and row, so an interrupted run keeps what it measured
+        if args.no_save:
+            return
+        merged = {**previous, **result}
+        if "table3" in result and "table3" in previous:
+            merged["table3"] = {**previous["table3"], **result["table3"]}  # a subset updates its rows only
+        out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+
     result: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpu_count": torch.get_num_threads(), "torch": torch.__version__},
@@ -169,9 +183,11 @@ def main() -> None:
         for name in ("transformer", "gru", "gru_bahdanau"):
             result["baselines"][name] = run_baseline(name, args.n_per_length)
             print(f"baseline {name}: {json.dumps(result['baselines'][name])}", file=sys.stderr, flush=True)
+            save()
     if "timing" in parts:
         result["timing"] = run_timing([8, 16, 32, 64, 128], batch_size=32, repeats=3)
         print(f"timing: {json.dumps(result['timing']['ms_per_step'])}", file=sys.stderr, flush=True)
+        save()
     if "table3" in parts and chosen:
         result["table3"] = {}
         for name in chosen:
@@ -179,13 +195,9 @@ def main() -> None:
             measured = run_row(spec["model"], spec["train"], spec["variant"])
             result["table3"][name] = {"group": spec["group"], "change": spec["change"], **measured}
             print(f"row {name}: {json.dumps(measured)}", file=sys.stderr, flush=True)
+            save()
     result["total_seconds"] = round(time.perf_counter() - start, 1)
-    if not args.no_save:
-        out = Path(args.out)
-        previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-        if "table3" in result and "table3" in previous and args.rows != "all":
-            result["table3"] = {**previous["table3"], **result["table3"]}  # a subset updates its rows only
-        out.write_text(json.dumps({**previous, **result}, indent=1) + "\n", encoding="utf-8")
+    save()
     print(json.dumps(result))
 
 
