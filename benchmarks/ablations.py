@@ -40,8 +40,9 @@ from course_utils.training import TrainConfig, masked_cross_entropy
 # -- Table 3 in miniature --------------------------------------------------------------------
 BASE_MODEL = {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 2, "n_decoder_layers": 2,
               "dropout": 0.0, "norm_first": False}  # the paper's post-LN block, tiny
-BASE_TRAIN = {"steps": 300, "lr": 5e-3, "warmup": 30}
-DEPTH_TRAIN = {"steps": 100, "lr": 5e-3, "warmup": 20}  # deep rows are costly: a third of the steps
+BASE_TRAIN = {"steps": 120, "lr": 5e-3, "warmup": 12}
+DEPTH_TRAIN = {"steps": 50, "lr": 5e-3, "warmup": 10}  # deep rows are costly: fewer steps
+TABLE3_DATA = {"batch_size": 32, "min_len": 3, "max_len": 8, "n_per_length": 30}  # shorter strings, small batches
 
 
 def _row(group: str, change: str, model: dict | None = None, train: dict | None = None,
@@ -52,7 +53,7 @@ def _row(group: str, change: str, model: dict | None = None, train: dict | None 
 
 def table3_rows() -> dict[str, dict[str, Any]]:
     """Every row of the miniature Table 3, by name."""
-    rows = {"base": _row("base", "d_model 32, h 4, d_ff 64, N 2, post-LN, warm-up 30")}
+    rows = {"base": _row("base", "d_model 32, h 4, d_ff 64, N 2, post-LN, warm-up 12")}
     for h in (1, 2, 8):
         rows[f"heads_{h}"] = _row("A", f"h = {h} (d_k = {32 // h})", {"n_heads": h})
     for d_k in (2, 16):
@@ -76,9 +77,9 @@ def table3_rows() -> dict[str, dict[str, Any]]:
                 ln = "pre" if norm_first else "post"
                 name = f"{ln}_ln_N{depth}_{'warmup' if warmup else 'no_warmup'}"
                 rows[name] = _row(
-                    "depth", f"{ln}-LN, N = {depth}, {'warm-up 20' if warmup else 'no warm-up'}",
+                    "depth", f"{ln}-LN, N = {depth}, {'warm-up 10' if warmup else 'no warm-up'}",
                     {"norm_first": norm_first, "n_encoder_layers": depth, "n_decoder_layers": depth},
-                    {"warmup": 20 if warmup else 0}, base_train=DEPTH_TRAIN,
+                    {"warmup": 10 if warmup else 0}, base_train=DEPTH_TRAIN,
                 )
     return rows
 
@@ -89,9 +90,18 @@ def gru_model(attention: bool) -> GRUSeq2Seq:
     return GRUSeq2Seq(GRUConfig(VOCAB_SIZE, d_embed=64, d_hidden=64, attention=attention))
 
 
-def run_baseline(name: str, n_per_length: int) -> dict[str, Any]:
-    """Train one architecture with the fast recipe's data, steps, batch and schedule; evaluate 3-15."""
+QUICK_BUDGET = {"steps": 150, "warmup": 15, "batch_size": 64}  # --quick: a third of the steps, half the batch
+
+
+def run_baseline(name: str, n_per_length: int, quick: bool = False) -> dict[str, Any]:
+    """Train one architecture with the fast recipe's data, steps, batch and schedule; evaluate 3-15.
+
+    quick=True shrinks the common budget (steps, warm-up, batch) for all three alike.
+    """
     recipe = copy.deepcopy(FAST_RECIPE)
+    if quick:
+        recipe["train"].update(steps=QUICK_BUDGET["steps"], warmup=QUICK_BUDGET["warmup"])
+        recipe["batch_size"] = QUICK_BUDGET["batch_size"]
     torch.manual_seed(recipe["seed"])
     model = build_model(recipe) if name == "transformer" else gru_model(attention=name == "gru_bahdanau")
     generator = torch.Generator().manual_seed(recipe["seed"])
@@ -102,6 +112,7 @@ def run_baseline(name: str, n_per_length: int) -> dict[str, Any]:
         "params": sum(p.numel() for p in model.parameters()),
         "train_seconds": round(history.seconds, 1),
         "steps": len(history.losses),
+        "batch_size": recipe["batch_size"],
         "final_loss": round(sum(history.losses[-50:]) / 50, 4),
         "steps_to_99": measured["steps_to_99"],
         "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
@@ -147,7 +158,10 @@ def main() -> None:
     parser.add_argument("--rows", default="all",
                         help="comma-separated Table 3 row names, 'all', or 'none'; see --list")
     parser.add_argument("--parts", default="baselines,timing,table3", help="which parts to run")
+    parser.add_argument("--baselines", default="transformer,gru,gru_bahdanau", help="which baselines to train")
     parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length (baselines)")
+    parser.add_argument("--quick", action="store_true",
+                        help="baselines with a smaller common budget (150 steps of batch 64), not the fast recipe's")
     parser.add_argument("--list", action="store_true", help="print the row names and exit")
     parser.add_argument("--no-save", action="store_true", help="do not write the JSON asset")
     parser.add_argument("--out", default=str(ASSET_PATH), help="where to write the JSON asset")
@@ -155,7 +169,8 @@ def main() -> None:
     if args.list:
         print("\n".join(f"{k:28s} {v['group']:12s} {v['change']}" for k, v in rows.items()))
         return
-    parts = set(args.parts.split(","))
+    if any(p not in ("baselines", "timing", "table3") for p in args.parts.split(",")):
+        sys.exit(f"--parts: choose from baselines,timing,table3, got {args.parts!r}")
     chosen = list(rows) if args.rows == "all" else [] if args.rows == "none" else args.rows.split(",")
     unknown = [r for r in chosen if r not in rows]
     if unknown:
@@ -175,27 +190,40 @@ def main() -> None:
     result: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpu_count": torch.get_num_threads(), "torch": torch.__version__},
-        "recipe": {"baselines": FAST_RECIPE, "table3_base_model": BASE_MODEL, "table3_train": BASE_TRAIN,
-                   "depth_train": DEPTH_TRAIN, "table3_batch_size": 64, "table3_eval_lengths": [3, 10]},
+        "recipe": {"baselines": FAST_RECIPE, "baselines_quick": QUICK_BUDGET if args.quick else None,
+                   "table3_base_model": BASE_MODEL, "table3_train": BASE_TRAIN,
+                   "depth_train": DEPTH_TRAIN, "table3_data": TABLE3_DATA},
     }
-    if "baselines" in parts:
-        result["baselines"] = {}
-        for name in ("transformer", "gru", "gru_bahdanau"):
-            result["baselines"][name] = run_baseline(name, args.n_per_length)
+
+    def part_baselines() -> None:
+        result["baselines"] = dict(previous.get("baselines", {}))  # a subset keeps the others
+        for name in args.baselines.split(","):
+            result["baselines"][name] = run_baseline(name, args.n_per_length, args.quick)
             print(f"baseline {name}: {json.dumps(result['baselines'][name])}", file=sys.stderr, flush=True)
             save()
-    if "timing" in parts:
-        result["timing"] = run_timing([8, 16, 32, 64, 128], batch_size=32, repeats=3)
+
+    def part_timing() -> None:
+        result["timing"] = run_timing([8, 16, 32, 64, 128], batch_size=16, repeats=2)
         print(f"timing: {json.dumps(result['timing']['ms_per_step'])}", file=sys.stderr, flush=True)
         save()
-    if "table3" in parts and chosen:
+
+    def part_table3() -> None:
         result["table3"] = {}
         for name in chosen:
             spec = rows[name]
-            measured = run_row(spec["model"], spec["train"], spec["variant"])
+            measured = run_row(spec["model"], spec["train"], spec["variant"], **TABLE3_DATA)
             result["table3"][name] = {"group": spec["group"], "change": spec["change"], **measured}
             print(f"row {name}: {json.dumps(measured)}", file=sys.stderr, flush=True)
             save()
+
+    runners = {"baselines": part_baselines, "timing": part_timing, "table3": part_table3}
+    for part in args.parts.split(","):  # in the order given
+        if part == "table3" and not chosen:
+            continue
+        part_start = time.perf_counter()
+        runners[part]()
+        result.setdefault("part_seconds", {})[part] = round(time.perf_counter() - part_start, 1)
+        save()
     result["total_seconds"] = round(time.perf_counter() - start, 1)
     save()
     print(json.dumps(result))
