@@ -51,7 +51,7 @@ def test_additive_attention_against_hand_formula():
     def score(b, j):
         return att.v.weight[0] @ torch.tanh(att.W_s.weight @ s[b] + att.W_h.weight @ keys[b, j] + att.W_h.bias)
 
-    scores = torch.tensor([[score(b, j) for j in range(6)] for b in range(2)])
+    scores = torch.tensor([[float(score(b, j)) for j in range(6)] for b in range(2)])
     want = torch.softmax(scores, dim=-1)
     torch.testing.assert_close(weights, want)
     torch.testing.assert_close(context, torch.einsum("bj,bjd->bd", want, keys))
