@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
 from .masks import padding_mask
-from .validate import check_bool, check_number, check_positive_int, check_str_list, check_token_ids
+from .validate import check_bool, check_number, check_positive_int, check_str_list, check_tensor, check_token_ids
 
 
 def _check_model(model: object) -> None:
@@ -84,6 +84,24 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool =
     return _autoregressive(model, src, max_len, lambda logits: logits.argmax(dim=-1), use_cache)
 
 
+def sampling_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None = None) -> Tensor:
+    """softmax(logits / temperature) over the last dimension, keeping only the ``top_k`` largest. Chapter 6.
+
+    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; with ``top_k``
+    every token outside the k most likely gets probability 0 (ties at the k-th value are kept).
+    """
+    check_tensor("logits", logits)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    scaled = logits / temperature  # (..., V)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+        if top_k < scaled.shape[-1]:
+            kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest
+            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1)
+
+
 @torch.no_grad()
 def sample_decode(
     model: nn.Module,
@@ -91,18 +109,21 @@ def sample_decode(
     max_len: int,
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
+    top_k: int | None = None,
 ) -> Tensor:
-    """Sample each next token from softmax(logits / temperature); ids (B, <= max_len). Chapter 6.
+    """Sample each next token from :func:`sampling_probs` of the logits; ids (B, <= max_len). Chapter 6.
 
-    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it.
+    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; ``top_k``
+    samples among the k most likely tokens only.
     """
     _check_inputs(model, src, max_len)
     temperature = check_number("temperature", temperature, low=0.0, low_open=True)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    sampling_probs(torch.zeros(1), temperature, top_k)  # validate top_k before decoding
 
     def sample(logits: Tensor) -> Tensor:
-        probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
+        probs = sampling_probs(logits, temperature, top_k)  # (B, V)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
 
     return _autoregressive(model, src, max_len, sample, use_cache=True)
@@ -197,13 +218,19 @@ def reverse_strings(model: nn.Module, strings: Sequence[str], batch_size: int = 
 
 
 def sample_reversals(
-    model: nn.Module, text: str, n: int = 5, temperature: float = 0.8, generator: torch.Generator | None = None
+    model: nn.Module,
+    text: str,
+    n: int = 5,
+    temperature: float = 0.8,
+    generator: torch.Generator | None = None,
+    top_k: int | None = None,
 ) -> list[str]:
-    """``n`` sampled reversals of ``text`` at the given temperature. Chapter 6."""
+    """``n`` sampled reversals of ``text`` at the given temperature (and top-k). Chapter 6."""
     _check_model(model)
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     check_positive_int("n", n)
     src = _src_for(model, [text], "text").expand(n, -1)  # (n, T_src): the same source n times
-    ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator)
+    ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator,
+                        top_k=top_k)
     return [decode(row) for row in ids]

@@ -1,5 +1,5 @@
 """One training loop for every chapter that trains: masked cross-entropy, Adam(W), clipping,
-warm-up + cosine schedule, optional label smoothing, a progress bar and the loss history. Chapter 6.
+warm-up + cosine schedule, optional label smoothing, a text progress line and the loss history. Chapter 6.
 
 The loop is model-agnostic: ``batch_fn(step)`` returns a tuple whose last element is the
 target ids and whose other elements are the model's inputs, so ``logits = model(*batch[:-1])``.
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from .data import PAD_ID
+from .progress import TextProgress
 from .schedules import warmup_cosine_lr
 from .validate import (
     check_bool,
@@ -176,8 +176,8 @@ def train(
     history = TrainHistory()
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
-    for step in bar:
+    bar = TextProgress(config.steps, desc=desc, enabled=progress)
+    for step in range(1, config.steps + 1):
         batch = batch_fn(step)
         if not isinstance(batch, (tuple, list)) or len(batch) < 2:
             raise TypeError(
@@ -201,8 +201,8 @@ def train(
         optimizer.step()
         history.losses.append(loss.item())
         history.lrs.append(lr)
-        if step % 50 == 0 or step == config.steps:
-            bar.set_postfix(loss=f"{history.losses[-1]:.3f}", refresh=False)
+        bar.update(step, loss=f"{history.losses[-1]:.3f}")
+    bar.close()
     history.seconds = time.perf_counter() - start
     model.eval()
     return history
