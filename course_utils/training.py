@@ -147,6 +147,7 @@ def train(
     progress: bool = True,
     desc: str = "training",
     on_step: Callable[[int, nn.Module, TrainHistory], bool | None] | None = None,
+    on_backward: Callable[[int, Tensor, Sequence[Tensor]], None] | None = None,
 ) -> TrainHistory:
     """Train ``model`` for ``config.steps`` steps on batches from ``batch_fn(step)``; return the history. Chapter 6.
 
@@ -156,6 +157,9 @@ def train(
     given, runs after every optimiser step (for example an evaluation every few steps; it may
     switch the model to eval mode, training mode is restored after it); returning True stops
     training early. Its time is kept apart in ``history.hook_seconds``.
+    ``on_backward(step, logits, batch)``, when given, runs after the backward pass and before
+    clipping, so it can read the raw gradients and score the batch (Chapter 10 measures
+    gradient norms and steps to 99 % this way).
     """
     check_module("model", model)
     check_callable("batch_fn", batch_fn, "a function step -> batch tuple")
@@ -168,6 +172,8 @@ def train(
     if loss_fn is not None:
         check_callable("loss_fn", loss_fn, "a function (logits, targets) -> loss")
     check_bool("progress", progress)
+    if on_backward is not None:
+        check_callable("on_backward", on_backward, "a function (step, logits, batch) -> None")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model must have at least one trainable parameter, got none")
     if loss_fn is None:
@@ -196,6 +202,8 @@ def train(
                             + (f" of shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else ""))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if on_backward is not None:
+            on_backward(step, logits.detach(), batch)
         if config.clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()

@@ -84,3 +84,20 @@ def test_on_step_hook_sees_every_step_restores_train_mode_and_can_stop():
     assert len(history.losses) == 7 and history.hook_seconds >= 0
     with pytest.raises(TypeError, match="on_step"):
         train(model, lambda step: (x, x), TrainConfig(steps=2, warmup=0), progress=False, on_step=3)
+
+
+def test_on_backward_sees_raw_gradients_before_clipping():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    x, y = torch.randn(2, 1, 3) * 100, torch.tensor([[1], [2]])  # large inputs: gradients far above the clip
+    seen = []
+
+    def record(step, logits, batch):
+        assert logits.shape == (2, 1, 4) and not logits.requires_grad and batch[-1] is y
+        seen.append((step, float(torch.linalg.vector_norm(model.weight.grad))))
+
+    train(model, lambda s: (x, y), TrainConfig(steps=3, warmup=0, clip=1e-3), progress=False, on_backward=record)
+    assert [s for s, _ in seen] == [1, 2, 3]
+    assert seen[0][1] > 1.0  # unclipped: clipping happens after the hook
+    with pytest.raises(TypeError, match="on_backward must be a function"):
+        train(model, lambda s: (x, y), TrainConfig(steps=1, warmup=0), progress=False, on_backward=3)

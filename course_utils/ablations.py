@@ -1,0 +1,263 @@
+"""Table 3 of the paper in miniature: variants of the Transformer and one cheap, measured training
+run per row on the reversal task. Chapter 10.
+
+``build_variant`` makes a :class:`~course_utils.model.Transformer` and then switches off one
+part (residual connections, LayerNorm, positional encoding) or swaps the sinusoidal table for
+a learned one, without a second copy of the model. ``run_row`` trains it with Chapter 6's loop
+and returns exact match, final loss, steps to 99 % and the first encoder layer's gradient norm.
+``benchmarks/ablations.py`` runs every row and ships the results in ``assets/ablations.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+from .data import PAD_ID, VOCAB_SIZE, random_batch
+from .evaluation import evaluate_by_length
+from .model import DecoderBlock, EncoderBlock, Transformer, TransformerConfig
+from .norm import LayerNorm
+from .positional import LearnedPositionalEncoding
+from .training import TrainConfig, train
+from .validate import check_positive_int
+
+ASSET_PATH = Path(__file__).parent / "assets" / "ablations.json"
+POSITIONALS = ("sinusoidal", "learned", "none")
+
+
+class NoPositions(nn.Module):
+    """Adds nothing: the model sees a bag of tokens. Chapter 10."""
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x: (B, T, d_model) -> x unchanged."""
+        return x
+
+
+class KeySizeAttention(MultiHeadAttention):
+    """Multi-head attention whose queries and keys have their own size d_k per head (Table 3 row B). Chapter 10.
+
+    Values and the output keep d_model / h per head, so only the dot products get cheaper.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, dropout: float = 0.0):
+        super().__init__(d_model, n_heads, dropout)
+        check_positive_int("d_k", d_k)
+        self.W_Q = nn.Linear(d_model, n_heads * d_k)  # d_model -> h * d_k
+        self.W_K = nn.Linear(d_model, n_heads * d_k)  # d_model -> h * d_k
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, h * d) -> (B, h, T, d) for queries/keys (d = d_k) and values (d = d_model / h)."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, -1).transpose(1, 2)  # (B, h, T, d)
+
+
+class NoResidualEncoderBlock(EncoderBlock):
+    """An encoder block whose sub-layers replace the stream instead of adding to it (exercise 40.2). Chapter 10."""
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """x: (B, T, d_model) -> (B, T, d_model): Sublayer(x) where the paper has x + Sublayer(x)."""
+        if self.norm_first:
+            a, w = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
+            x = self.dropout1(a)
+            x = self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            a, w = self.self_attn(x, mask=mask, need_weights=need_weights)
+            x = self.norm1(self.dropout1(a))
+            x = self.norm2(self.dropout2(self.ffn(x)))
+        return x, w
+
+
+class NoResidualDecoderBlock(DecoderBlock):
+    """A decoder block without its three residual connections (exercise 40.2). Chapter 10."""
+
+    def forward(self, x, memory, tgt_mask=None, src_mask=None, need_weights=False, cache=None, layer=0):
+        """Same signature and shapes as DecoderBlock.forward; each x + Sublayer(x) becomes Sublayer(x)."""
+        pre = self.norm_first
+        a, w_self = self._self_attention(self.norm1(x) if pre else x, tgt_mask, need_weights, cache, layer)
+        x = self.dropout1(a) if pre else self.norm1(self.dropout1(a))
+        c, w_cross = self._cross_attention(self.norm2(x) if pre else x, memory, src_mask, need_weights, cache, layer)
+        x = self.dropout2(c) if pre else self.norm2(self.dropout2(c))
+        f = self.ffn(self.norm3(x) if pre else x)
+        x = self.dropout3(f) if pre else self.norm3(self.dropout3(f))
+        return x, w_self, w_cross
+
+
+def build_variant(
+    config: TransformerConfig,
+    positional: str = "sinusoidal",
+    residual: bool = True,
+    layer_norm: bool = True,
+    d_k: int | None = None,
+    seed: int = 0,
+) -> Transformer:
+    """A Transformer with one part removed or swapped, initialised from ``seed``. Chapter 10.
+
+    positional: "sinusoidal" (the paper), "learned" (a trained table, Table 3 row E) or "none";
+    residual=False drops every residual connection; layer_norm=False replaces every LayerNorm
+    by the identity; d_k sets the query/key size per head (default d_model / h).
+    """
+    if positional not in POSITIONALS:
+        raise ValueError(f"positional must be one of {POSITIONALS}, got {positional!r}")
+    for name, flag in (("residual", residual), ("layer_norm", layer_norm)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    torch.manual_seed(seed)
+    model = Transformer(config)
+    c = config
+    if not residual:
+        model.encoder_layers = nn.ModuleList(
+            NoResidualEncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
+            for _ in range(c.n_encoder_layers)
+        )
+        model.decoder_layers = nn.ModuleList(
+            NoResidualDecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
+            for _ in range(c.n_decoder_layers)
+        )
+    if d_k is not None:
+        for block in list(model.encoder_layers) + list(model.decoder_layers):
+            for name in ("self_attn", "cross_attn"):
+                if hasattr(block, name):
+                    setattr(block, name, KeySizeAttention(c.d_model, c.n_heads, d_k, c.dropout))
+    if not residual or d_k is not None:
+        model._reset_parameters()
+    if not layer_norm:
+        for module in list(model.modules()):
+            for name, child in list(module.named_children()):
+                if isinstance(child, LayerNorm):
+                    setattr(module, name, nn.Identity())
+    if positional == "learned":
+        model.pe = LearnedPositionalEncoding(c.max_len, c.d_model, generator=torch.Generator().manual_seed(seed))
+    elif positional == "none":
+        model.pe = NoPositions()
+    return model
+
+
+def layer_grad_norm(model: Transformer, layer: int = 0) -> float:
+    """L2 norm of the gradient of all parameters of encoder block ``layer`` (0 = the first). Chapter 10."""
+    grads = [p.grad.reshape(-1) for p in model.encoder_layers[layer].parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.cat(grads))) if grads else 0.0
+
+
+def sequence_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> float:
+    """Fraction of sequences whose every non-PAD target token is the argmax (teacher-forced). Chapter 10."""
+    right = (logits.argmax(-1) == targets) | (targets == pad_id)  # (B, T)
+    return float(right.all(dim=1).float().mean())
+
+
+def train_measured(
+    model: nn.Module,
+    batch_fn: Callable[[int], Sequence[Tensor]],
+    config: TrainConfig,
+    grad_steps: int = 10,
+) -> dict[str, Any]:
+    """Train with Chapter 6's loop and measure as it goes. Chapter 10.
+
+    Returns {"history", "steps_to_99", "grad_norm_layer1"}: steps_to_99 is the first step at
+    which the teacher-forced sequence accuracy of the last 10 training batches averages
+    >= 99 % (None if never); grad_norm_layer1 is the mean raw gradient norm of the first
+    encoder block over the first ``grad_steps`` steps (None for models without
+    ``encoder_layers``).
+    """
+    accs: list[float] = []
+    grads: list[float] = []
+    reached: list[int] = []
+    has_layers = hasattr(model, "encoder_layers")
+
+    def watch(step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
+        accs.append(sequence_accuracy(logits, batch[-1]))
+        if has_layers and step <= grad_steps:
+            grads.append(layer_grad_norm(model))
+        if not reached and len(accs) >= 10 and sum(accs[-10:]) / 10 >= 0.99:
+            reached.append(step)
+
+    history = train(model, batch_fn, config, progress=False, on_backward=watch)
+    return {
+        "history": history,
+        "steps_to_99": reached[0] if reached else None,
+        "grad_norm_layer1": float(f"{sum(grads) / len(grads):.4g}") if grads else None,
+    }
+
+
+def run_row(
+    model_kwargs: dict[str, Any],
+    train_kwargs: dict[str, Any],
+    variant: dict[str, Any] | None = None,
+    batch_size: int = 64,
+    min_len: int = 3,
+    max_len: int = 10,
+    n_per_length: int = 50,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Build a variant, train it on reversal and measure it: one row of Table 3 in miniature. Chapter 10.
+
+    Returns params, seconds (training only), final_loss (mean of the last 20 steps; None if it
+    is not finite), exact_match (greedy, %, mean over lengths min_len..max_len), steps_to_99
+    and grad_norm_layer1 (see :func:`train_measured`).
+    """
+    config = TransformerConfig(src_vocab_size=VOCAB_SIZE, tgt_vocab_size=VOCAB_SIZE, **model_kwargs)
+    model = build_variant(config, seed=seed, **(variant or {}))
+    generator = torch.Generator().manual_seed(seed)
+    measured = train_measured(model, lambda step: random_batch(batch_size, min_len, max_len, generator),
+                              TrainConfig(**train_kwargs))
+    history = measured["history"]
+    final = sum(history.losses[-20:]) / 20
+    finite = math.isfinite(final)
+    exact = 0.0
+    if finite:
+        results = evaluate_by_length(model, range(min_len, max_len + 1), n_per_length)
+        exact = sum(r["exact_match"] for r in results.values()) / len(results)
+    return {
+        "params": sum(p.numel() for p in model.parameters()),
+        "seconds": round(history.seconds, 2),
+        "final_loss": round(final, 4) if finite else None,
+        "exact_match": round(100 * exact, 1),
+        "steps_to_99": measured["steps_to_99"],
+        "grad_norm_layer1": measured["grad_norm_layer1"],
+    }
+
+
+def table1_counts(T: int, d: int) -> dict[str, dict[str, int]]:
+    """The paper's Table 1 for one layer over T positions of width d: multiply-adds of the dominant term,
+    sequential operations, maximum path length between two positions. Chapter 10."""
+    check_positive_int("T", T)
+    check_positive_int("d", d)
+    return {
+        "self_attention": {"ops_per_layer": T * T * d, "sequential": 1, "path_length": 1},
+        "recurrent": {"ops_per_layer": T * d * d, "sequential": T, "path_length": T},
+    }
+
+
+def seq2seq_counts(T: int, n_layers: int) -> dict[str, dict[str, int]]:
+    """Sequential steps of one teacher-forced training forward pass over T source and T+1 target tokens,
+    and the longest path between a source token and the last output (steps through layers or time).
+
+    Transformer: every layer is one parallel step; a source token reaches any output through the
+    encoder stack and one cross-attention (at most 2 N). GRU: the encoder runs T steps and the
+    decoder T + 1; without attention token j reaches the decoder's first state through
+    min(T - j, j + 1) encoder steps (forward or backward GRU), then T + 1 decoder steps; with
+    attention, through its own annotation and one attention hop. Chapter 10."""
+    check_positive_int("T", T)
+    check_positive_int("n_layers", n_layers)
+    through_state = max(min(T - j, j + 1) for j in range(T))
+    return {
+        "transformer": {"sequential": 2 * n_layers, "path_length": 2 * n_layers},
+        "gru": {"sequential": T + (T + 1), "path_length": through_state + T + 1},
+        "gru_bahdanau": {"sequential": T + (T + 1), "path_length": 2},
+    }
+
+
+def load_ablations(path: Path | str = ASSET_PATH) -> dict[str, Any]:
+    """The shipped results of ``benchmarks/ablations.py`` (plain JSON). Chapter 10."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path.name} not found; create it with `python benchmarks/ablations.py`")
+    return json.loads(path.read_text(encoding="utf-8"))
