@@ -187,7 +187,8 @@ def attend_with_bias(
     """``mha.attend_heads`` with an optional score bias (B or 1, h, T_q, T_k) added before the softmax. Chapter 9."""
     if bias is None:
         return mha.attend_heads(q, k, v, mask, need_weights)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias  # (B, h, T_q, d_k) x (B, h, d_k, T_k) -> (B, h, T_q, T_k)
+    # (B, h, T_q, d_k) x (B, h, d_k, T_k) -> (B, h, T_q, T_k), plus the bias
+    scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias
     if mask is not None:
         check_bool_mask("mask", mask)
         any_kept = mask.any(dim=-1, keepdim=True)  # rows with no key get zero weights, never NaN

@@ -237,9 +237,14 @@ def apply_rope_at(x: Tensor, positions: Tensor, cos: Tensor, sin: Tensor) -> Ten
     check_rank("positions", positions, 2, "(B, T)")
     B, _, T, d_k = x.shape
     if tuple(positions.shape) != (B, T):
-        raise ValueError(f"positions must have shape (B, T) = {(B, T)} to match x {tuple(x.shape)}, got {tuple(positions.shape)}")
+        raise ValueError(
+            f"positions must have shape (B, T) = {(B, T)} to match x {tuple(x.shape)}, got {tuple(positions.shape)}"
+        )
     if cos.shape != sin.shape or cos.dim() != 2 or cos.shape[-1] != d_k // 2:
-        raise ValueError(f"cos and sin must both have shape (max_len, d_k/2={d_k // 2}), got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        raise ValueError(
+            f"cos and sin must both have shape (max_len, d_k/2={d_k // 2}), "
+            f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     _check_positions("positions", positions, cos.shape[0])
     c = cos[positions].unsqueeze(1).to(x.dtype)  # (B, T, d_k/2) -> (B, 1, T, d_k/2)
     s = sin[positions].unsqueeze(1).to(x.dtype)  # (B, 1, T, d_k/2)
@@ -252,7 +257,9 @@ def relative_positions(q_pos: Tensor, k_pos: Tensor) -> Tensor:
     check_rank("q_pos", q_pos, 2, "(B, T_q)")
     check_rank("k_pos", k_pos, 2, "(B, T_k)")
     if q_pos.shape[0] != k_pos.shape[0]:
-        raise ValueError(f"q_pos and k_pos must share the batch size, got {tuple(q_pos.shape)} and {tuple(k_pos.shape)}")
+        raise ValueError(
+            f"q_pos and k_pos must share the batch size, got {tuple(q_pos.shape)} and {tuple(k_pos.shape)}"
+        )
     return k_pos.unsqueeze(1) - q_pos.unsqueeze(2)  # (B, 1, T_k) - (B, T_q, 1) -> (B, T_q, T_k)
 
 
