@@ -16,15 +16,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
 import torch
 
-from course_utils.length_generalisation import RESULTS_PATH, SCHEMES, TEST_LENGTHS, length_curve, train_scheme
+from course_utils.length_generalisation import (
+    LOSER,
+    RESULTS_PATH,
+    SCHEMES,
+    TEST_LENGTHS,
+    WINNER,
+    checkpoint_path,
+    length_curve,
+    train_scheme,
+)
+from course_utils.pretrained import save_checkpoint
 
 VARIANT_LENGTHS = (1, 4)  # exercise 40.5: train on lengths <= 4 ...
 VARIANT_TEST = (1, 2, 3, 4, 12)  # ... and test on 12
+VARIANT_STEPS = 200  # short strings are learned in fewer steps
 
 
 def main() -> None:
@@ -34,12 +46,17 @@ def main() -> None:
     parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length")
     parser.add_argument("--no-variant", action="store_true", help="skip the lengths <= 4 variant")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--checkpoints", action="store_true",
+                        help=f"also save the {WINNER} and {LOSER} models as Chapter 9's shipped checkpoints "
+                        "(the same recipe as scripts/train_length_checkpoints.py)")
     args = parser.parse_args()
     start = time.perf_counter()
     record: dict = {"train_lengths": [3, 10], "schemes": {}}
     for name in args.schemes:
         model, history, recipe = train_scheme(name, 3, 10, args.steps)
         curve = length_curve(model, TEST_LENGTHS, args.n_per_length)
+        if args.checkpoints and name in (WINNER, LOSER):
+            save_checkpoint(model, recipe, checkpoint_path(name))
         record["schemes"][name] = {**curve, "train_seconds": round(history.seconds, 1), "steps": len(history.losses)}
         em = curve["exact_match"]
         print(f"{name:22s} trained {history.seconds:5.1f} s; exact match % at 10/11/15/20/40: "
@@ -47,13 +64,14 @@ def main() -> None:
     if not args.no_variant:
         record["variant_40_5"] = {"train_lengths": list(VARIANT_LENGTHS), "schemes": {}}
         for name in args.schemes:
-            model, history, _ = train_scheme(name, *VARIANT_LENGTHS, args.steps)
+            model, history, _ = train_scheme(name, *VARIANT_LENGTHS, args.steps or VARIANT_STEPS)
             curve = length_curve(model, VARIANT_TEST, args.n_per_length)
             record["variant_40_5"]["schemes"][name] = {**curve, "train_seconds": round(history.seconds, 1)}
             print(f"{name:22s} trained on 1-4: exact match % at 4 / 12: {curve['exact_match']['4']} / "
                   f"{curve['exact_match']['12']}", flush=True)
     record["total_seconds"] = round(time.perf_counter() - start, 1)
-    record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine()}
+    record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
+                         "cpu_cores": os.cpu_count()}
     print(f"total time {record['total_seconds']:.0f} s", flush=True)
     if not args.no_write:
         RESULTS_PATH.write_text(json.dumps(record, indent=1) + "\n")

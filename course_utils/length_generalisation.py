@@ -25,6 +25,7 @@ ASSETS = Path(__file__).parent / "assets"
 RESULTS_PATH = ASSETS / "length_generalisation.json"
 MAX_POSITION = 64  # the range randomized positions are drawn from: longer than any test string (40 + EOS)
 TEST_LENGTHS = range(3, 41)
+STEPS = 400  # the training budget of every scheme (Chapter 6's fast recipe uses 450)
 
 # name -> model overrides on top of FAST_RECIPE["model"]; same size and budget for all
 SCHEMES: dict[str, dict[str, Any]] = {
@@ -42,7 +43,7 @@ WINNER, LOSER = "rope-end-randomized", "sinusoidal"
 
 
 def scheme_recipe(name: str, min_len: int = 3, max_len: int = 10, steps: int | None = None) -> dict[str, Any]:
-    """Chapter 6's fast recipe with the positional scheme ``name`` and training lengths min_len..max_len. Chapter 9."""
+    """Chapter 6's fast recipe with positional scheme ``name``, lengths min_len..max_len, STEPS steps. Chapter 9."""
     if name not in SCHEMES:
         raise ValueError(f"name must be one of {list(SCHEMES)}, got {name!r}")
     check_positive_int("min_len", min_len)
@@ -50,10 +51,9 @@ def scheme_recipe(name: str, min_len: int = 3, max_len: int = 10, steps: int | N
     recipe = copy.deepcopy(FAST_RECIPE)
     recipe["model"].update(max_len=128, **SCHEMES[name])  # tables long enough for every test length
     recipe.update(min_len=min_len, max_len=max_len, scheme=name)
-    if steps is not None:
-        check_positive_int("steps", steps)
-        recipe["train"]["steps"] = steps
-        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
+    steps = STEPS if steps is None else check_positive_int("steps", steps)
+    recipe["train"]["steps"] = steps
+    recipe["train"]["warmup"] = min(steps // 10, steps - 1)
     return recipe
 
 
