@@ -3,9 +3,15 @@
 Usage:
     python benchmarks/reversal.py               # the chapter's fast recipe
     python benchmarks/reversal.py --reference   # also the reference recipe, in the same run, and the speed ratio
+    python benchmarks/reversal.py --arch decoder-only    # Chapter 8's decoder-only recipe, same JSON
+    python benchmarks/reversal.py --arch both --eval-every 25 --out course_utils/assets/ch08_reversal_benchmark.json
+                                                # both architectures in one run (Chapter 8's table)
 
 The JSON holds train_seconds (optimisation only, no evaluation), steps, params and
 exact_match / token_accuracy by length 3..15 (greedy decoding, fresh seeded test strings).
+With --eval-every N it also holds steps_to_99_5: the first step, checked every N steps, at
+which exact match over lengths 3-10 (50 strings each, their own seed) reaches 99.5 % (null if
+never); those evaluations are not counted in train_seconds.
 Timings depend on the machine and on whatever else runs on it.
 """
 
@@ -13,20 +19,40 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import torch
 
 from course_utils.evaluation import evaluate_by_length
 from course_utils.pretrained import FAST_RECIPE, REFERENCE_RECIPE, train_reversal_model
+from course_utils.reversal_lm import DECODER_ONLY_RECIPE, reverse_strings_decoder_only, train_decoder_only_reversal
 
 LENGTHS = range(3, 16)
+TARGET = 0.995  # exact match over the training lengths for steps_to_99_5
 
 
-def run(recipe: dict, n_per_length: int) -> dict:
+def _predictor(model, arch: str):
+    if arch == "decoder-only":
+        return lambda strings: reverse_strings_decoder_only(model, strings)
+    return model
+
+
+def run(recipe: dict, n_per_length: int, arch: str = "encoder-decoder", eval_every: int = 0) -> dict:
     """Train ``recipe`` from scratch, evaluate by length, return the benchmark record."""
-    model, history = train_reversal_model(recipe, progress=False)
-    results = evaluate_by_length(model, LENGTHS, n_per_length)
-    return {
+    reached: list[int] = []
+
+    def track(step: int, model, history) -> None:
+        if reached or step % eval_every:
+            return
+        model.eval()
+        res = evaluate_by_length(_predictor(model, arch), range(recipe["min_len"], recipe["max_len"] + 1), 50, seed=99)
+        if sum(r["exact_match"] for r in res.values()) / len(res) >= TARGET:
+            reached.append(step)
+
+    trainer = train_decoder_only_reversal if arch == "decoder-only" else train_reversal_model
+    model, history = trainer(recipe, progress=False, on_step=track if eval_every else None)
+    results = evaluate_by_length(_predictor(model, arch), LENGTHS, n_per_length)
+    record = {
         "train_seconds": round(history.seconds, 1),
         "steps": len(history.losses),
         "params": sum(p.numel() for p in model.parameters()),
@@ -34,13 +60,33 @@ def run(recipe: dict, n_per_length: int) -> dict:
         "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
         "token_accuracy": {str(n): round(100 * r["token_accuracy"], 1) for n, r in results.items()},
     }
+    if eval_every:
+        record["steps_to_99_5"] = reached[0] if reached else None
+        record["eval_every"] = eval_every
+    return record
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", action="store_true", help="also train the reference recipe")
     parser.add_argument("--n-per-length", type=int, default=200, help="test strings per length")
+    parser.add_argument("--arch", choices=["encoder-decoder", "decoder-only", "both"], default="encoder-decoder",
+                        help="which model to train (Chapter 6's encoder-decoder or Chapter 8's decoder-only)")
+    parser.add_argument("--eval-every", type=int, default=0, help="also measure steps to 99.5 %% exact match")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
     args = parser.parse_args()
+    if args.arch != "encoder-decoder" or args.eval_every:
+        out = {}
+        for arch in (["encoder-decoder", "decoder-only"] if args.arch == "both" else [args.arch]):
+            recipe = DECODER_ONLY_RECIPE if arch == "decoder-only" else FAST_RECIPE
+            out[arch] = run(recipe, args.n_per_length, arch, args.eval_every)
+            out[arch]["torch_threads"] = torch.get_num_threads()
+        result = out if args.arch == "both" else out[args.arch]
+        text = json.dumps(result)
+        print(text)
+        if args.out is not None:
+            args.out.write_text(text + "\n")
+        return
     fast = run(FAST_RECIPE, args.n_per_length)
     fast["torch_threads"] = torch.get_num_threads()
     if not args.reference:

@@ -226,20 +226,26 @@ class EncoderBlock(nn.Module):
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False,
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+        layer: int = 0,
         rel: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x: (B, T, d_model) -> (B, T, d_model), self-attention weights (B, h, T, T) or None.
 
+        With a causal mask this block is the block of a decoder-only model (Chapter 8), which
+        may pass a KVCache: x then holds only the new tokens and ``layer`` picks the cache slot.
         ``rel``: positions for RoPE / ALiBi / T5 (Chapter 9); None for the paper's model.
         """
         if self.norm_first:  # pre-LN: x + Sublayer(LN(x))
-            y = self.norm1(x)
-            a, w = attend(self.self_attn, y, y, mask, need_weights, rel)
+            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
             x = x + self.dropout1(a)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:  # post-LN, as in the paper: LN(x + Sublayer(x))
-            a, w = attend(self.self_attn, x, x, mask, need_weights, rel)
+            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
             x = self.norm1(x + self.dropout1(a))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x, w
@@ -271,6 +277,33 @@ class KVCache:
         return f"KVCache(n_layers={self.n_layers}, length={self.length})"
 
 
+def cached_self_attention(
+    mha: MultiHeadAttention, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int,
+    rel: AttentionPositions | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """Self-attention of the new tokens x (B, T_new, d_model) over the cached ones and themselves. Chapter 5.
+
+    Without a cache it is plain self-attention. With one, the keys and values of x are
+    appended to ``cache.self_k[layer]`` / ``cache.self_v[layer]`` and the queries of x attend
+    to all t + T_new of them (``mask`` must then broadcast to (B, h, T_new, t + T_new)).
+    ``rel`` (Chapter 9): RoPE rotates the new queries and keys by the new tokens' positions
+    rel.q_pos before they are cached; ALiBi / T5 add their bias over all rel.k_pos.
+    """
+    if cache is None:
+        return attend(mha, x, x, mask, need_weights, rel)
+    q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
+    k = mha.split_heads(mha.W_K(x))  # (B, h, T_new, d_k)
+    v = mha.split_heads(mha.W_V(x))  # (B, h, T_new, d_k)
+    if rel is not None:  # RoPE: the new queries and keys sit at the new tokens' positions
+        q, k = rel.rotate(q, rel.q_pos), rel.rotate(k, rel.q_pos)
+    past_k, past_v = cache.self_k[layer], cache.self_v[layer]
+    if past_k is not None and past_v is not None:
+        k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
+        v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
+    cache.self_k[layer], cache.self_v[layer] = k, v
+    return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
+
+
 class DecoderBlock(nn.Module):
     """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
 
@@ -287,20 +320,7 @@ class DecoderBlock(nn.Module):
         self, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int,
         rel: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        if cache is None:
-            return attend(self.self_attn, x, x, mask, need_weights, rel)
-        mha = self.self_attn
-        q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
-        k = mha.split_heads(mha.W_K(x))  # (B, h, T_new, d_k)
-        v = mha.split_heads(mha.W_V(x))  # (B, h, T_new, d_k)
-        if rel is not None:  # RoPE: the new queries and keys sit at the new tokens' positions
-            q, k = rel.rotate(q, rel.q_pos), rel.rotate(k, rel.q_pos)
-        past_k, past_v = cache.self_k[layer], cache.self_v[layer]
-        if past_k is not None and past_v is not None:
-            k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
-            v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
-        cache.self_k[layer], cache.self_v[layer] = k, v
-        return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
+        return cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
 
     def _cross_attention(
         self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int,
@@ -580,6 +600,38 @@ class Transformer(nn.Module):
         return KVCache(self.config.n_decoder_layers)
 
 
+# -- copying weights into PyTorch's modules (for equivalence checks) ------------------------------
+def copy_mha_weights(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    """Copy W_Q, W_K, W_V, W_O into an nn.MultiheadAttention (inside torch.no_grad()). Chapter 5."""
+    # PyTorch stacks W_Q, W_K, W_V into one (3 d_model, d_model) in_proj matrix
+    theirs.in_proj_weight.copy_(torch.cat([mine.W_Q.weight, mine.W_K.weight, mine.W_V.weight]))
+    theirs.in_proj_bias.copy_(torch.cat([mine.W_Q.bias, mine.W_K.bias, mine.W_V.bias]))
+    theirs.out_proj.weight.copy_(mine.W_O.weight)
+    theirs.out_proj.bias.copy_(mine.W_O.bias)
+
+
+def copy_norm_weights(mine: nn.Module, theirs: nn.LayerNorm) -> None:
+    """Copy gamma and beta of our LayerNorm into an nn.LayerNorm (inside torch.no_grad()). Chapter 5."""
+    assert isinstance(mine, LayerNorm)
+    theirs.weight.copy_(mine.gamma)
+    theirs.bias.copy_(mine.beta)
+
+
+def copy_ffn_weights(mine: PositionwiseFeedForward, theirs: nn.Module) -> None:
+    """Copy the FFN's two linear layers into a PyTorch layer's linear1/linear2 (inside torch.no_grad()). Chapter 5."""
+    for name in ("linear1", "linear2"):
+        getattr(theirs, name).weight.copy_(getattr(mine, name).weight)
+        getattr(theirs, name).bias.copy_(getattr(mine, name).bias)
+
+
+def copy_encoder_block_weights(mine: EncoderBlock, theirs: nn.TransformerEncoderLayer) -> None:
+    """Copy an EncoderBlock into an nn.TransformerEncoderLayer (inside torch.no_grad()). Chapter 5."""
+    copy_mha_weights(mine.self_attn, theirs.self_attn)
+    copy_ffn_weights(mine.ffn, theirs)
+    copy_norm_weights(mine.norm1, theirs.norm1)
+    copy_norm_weights(mine.norm2, theirs.norm2)
+
+
 def to_torch_transformer(model: Transformer) -> nn.Transformer:
     """A torch.nn.Transformer (batch_first) holding a copy of ``model``'s block weights. Chapter 5.
 
@@ -597,29 +649,10 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
             batch_first=True, norm_first=c.norm_first,
         )
 
-    def mha(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
-        # PyTorch stacks W_Q, W_K, W_V into one (3 d_model, d_model) in_proj matrix
-        theirs.in_proj_weight.copy_(torch.cat([mine.W_Q.weight, mine.W_K.weight, mine.W_V.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([mine.W_Q.bias, mine.W_K.bias, mine.W_V.bias]))
-        theirs.out_proj.weight.copy_(mine.W_O.weight)
-        theirs.out_proj.bias.copy_(mine.W_O.bias)
-
-    def norm(mine: nn.Module, theirs: nn.LayerNorm) -> None:
-        assert isinstance(mine, LayerNorm)
-        theirs.weight.copy_(mine.gamma)
-        theirs.bias.copy_(mine.beta)
-
-    def ffn(mine: PositionwiseFeedForward, theirs: nn.Module) -> None:
-        for name in ("linear1", "linear2"):
-            getattr(theirs, name).weight.copy_(getattr(mine, name).weight)
-            getattr(theirs, name).bias.copy_(getattr(mine, name).bias)
-
+    mha, norm, ffn = copy_mha_weights, copy_norm_weights, copy_ffn_weights
     with torch.no_grad():
         for a, b in zip(model.encoder_layers, ref.encoder.layers, strict=True):
-            mha(a.self_attn, b.self_attn)
-            ffn(a.ffn, b)
-            norm(a.norm1, b.norm1)
-            norm(a.norm2, b.norm2)
+            copy_encoder_block_weights(a, b)
         for a, b in zip(model.decoder_layers, ref.decoder.layers, strict=True):
             mha(a.self_attn, b.self_attn)
             mha(a.cross_attn, b.multihead_attn)

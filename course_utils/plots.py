@@ -68,20 +68,26 @@ def attention_grid(
     row_titles: Sequence[str] | None = None,
     col_titles: Sequence[str] | None = None,
     suptitle: str | None = None,
-    cell_size: float = 2.2,
+    cell_size: float | None = None,
 ) -> Figure:
-    """Draw a (rows, cols, T_q, T_k) stack of attention matrices as a grid, e.g. layers x heads. Chapter 7."""
+    """Draw a (rows, cols, T_q, T_k) stack of attention matrices as a grid, e.g. layers x heads. Chapter 7.
+
+    ``cell_size`` is the side of one panel in inches; by default the grid fills the book's
+    6.8-inch text column (panels of at most 2.2 inches).
+    """
     w = _as_array(weights, "weights")
     if w.ndim != 4:
         raise ValueError(f"weights must be 4-D (rows, cols, T_q, T_k), got shape {w.shape}")
     rows, cols = w.shape[:2]
+    if cell_size is None:
+        cell_size = min(2.2, (6.8 - 0.5) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(cell_size * cols + 0.5, cell_size * rows + 0.6), squeeze=False)
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
             ax.imshow(w[r, c], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-            ax.set_xticks(range(w.shape[3]), list(keys) if keys is not None else [], fontsize=7)
-            ax.set_yticks(range(w.shape[2]), list(queries) if queries is not None else [], fontsize=7)
+            ax.set_xticks(range(w.shape[3]), list(keys) if keys is not None else [], fontsize=8)
+            ax.set_yticks(range(w.shape[2]), list(queries) if queries is not None else [], fontsize=8)
             if r == 0 and col_titles is not None:
                 ax.set_title(col_titles[c], fontsize=9)
             if c == 0 and row_titles is not None:
@@ -90,3 +96,39 @@ def attention_grid(
         fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+#: Matplotlib defaults for the book's text column (about 688 px wide at 100 dpi).
+BOOK_RC: dict[str, object] = {
+    "figure.dpi": 100,  # 1 inch = 100 CSS px on the page: a 6.8-inch figure fills the column
+    "figure.figsize": (6.4, 3.4),
+    "savefig.dpi": 200,  # explorer frames and files: sharp on 2x screens
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "figure.titlesize": 11,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def book_style() -> None:
+    """Use the book's figure defaults: column-sized figures, readable text, retina PNGs inline. Chapter 1.
+
+    Call it once at the top of a notebook (after importing pyplot). Outside IPython it only
+    sets the matplotlib defaults.
+    """
+    plt.rcParams.update(BOOK_RC)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing more to set
+        return
+    shell = get_ipython()
+    if shell is not None and "inline" in plt.get_backend().lower():
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        # a PNG at twice the resolution, shown at its 1x size: sharp on 2x screens
+        set_matplotlib_formats("retina")

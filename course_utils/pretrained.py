@@ -63,11 +63,15 @@ def reversal_batch_fn(recipe: dict[str, Any], generator: torch.Generator) -> Cal
 
 
 def train_reversal_model(
-    recipe: dict[str, Any] | None = None, progress: bool = True, steps: int | None = None
+    recipe: dict[str, Any] | None = None,
+    progress: bool = True,
+    steps: int | None = None,
+    on_step: Callable[..., bool | None] | None = None,
 ) -> tuple[Transformer, TrainHistory]:
     """Train a reversal model from scratch with ``recipe`` (default: the fast one). Chapter 6.
 
-    ``steps`` overrides the recipe's number of steps (for quick smoke runs).
+    ``steps`` overrides the recipe's number of steps (for quick smoke runs); ``on_step`` is
+    passed to :func:`course_utils.training.train` (e.g. evaluations during training).
     """
     recipe = copy.deepcopy(recipe or FAST_RECIPE)
     if steps is not None:
@@ -76,7 +80,8 @@ def train_reversal_model(
     torch.manual_seed(recipe["seed"])  # parameter initialisation
     model = build_model(recipe)
     generator = torch.Generator().manual_seed(recipe["seed"])  # training data
-    history = train(model, reversal_batch_fn(recipe, generator), TrainConfig(**recipe["train"]), progress=progress)
+    history = train(model, reversal_batch_fn(recipe, generator), TrainConfig(**recipe["train"]),
+                    progress=progress, on_step=on_step)
     return model, history
 
 

@@ -68,7 +68,8 @@ class TrainHistory:
 
     losses: list[float] = field(default_factory=list)
     lrs: list[float] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # training time, without the time spent in the on_step hook
+    hook_seconds: float = 0.0  # time spent in the on_step hook (evaluations during training)
 
     def smoothed(self, window: int = 50) -> list[float]:
         """Running mean of the loss over the last ``window`` steps (for plots)."""
@@ -99,15 +100,21 @@ def train(
     loss_fn: Callable[..., Tensor] | None = None,
     progress: bool = True,
     desc: str = "training",
+    on_step: Callable[[int, nn.Module, TrainHistory], bool | None] | None = None,
 ) -> TrainHistory:
     """Train ``model`` for ``config.steps`` steps on batches from ``batch_fn(step)``; return the history. Chapter 6.
 
     Each step: forward, masked cross-entropy, backward, clip the gradient norm, set the
     warm-up + cosine learning rate, optimiser step. ``loss_fn(logits, targets)`` replaces
-    the default masked cross-entropy when given.
+    the default masked cross-entropy when given. ``on_step(step, model, history)``, when
+    given, runs after every optimiser step (for example an evaluation every few steps; it may
+    switch the model to eval mode, training mode is restored after it); returning True stops
+    training early. Its time is kept apart in ``history.hook_seconds``.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if on_step is not None and not callable(on_step):
+        raise TypeError(f"on_step must be a function (step, model, history), got {type(on_step).__name__}")
     if not callable(batch_fn):
         raise TypeError(f"batch_fn must be a function step -> batch tuple, got {type(batch_fn).__name__}")
     config = config or TrainConfig()
@@ -141,6 +148,14 @@ def train(
         history.lrs.append(lr)
         if step % 50 == 0 or step == config.steps:
             bar.set_postfix(loss=f"{history.losses[-1]:.3f}", refresh=False)
-    history.seconds = time.perf_counter() - start
+        if on_step is not None:
+            hook_start = time.perf_counter()
+            stop = on_step(step, model, history)
+            model.train()
+            history.hook_seconds += time.perf_counter() - hook_start
+            if stop:
+                break
+    bar.close()
+    history.seconds = time.perf_counter() - start - history.hook_seconds
     model.eval()
     return history

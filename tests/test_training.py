@@ -62,3 +62,24 @@ def test_train_bad_arguments():
         train(model, lambda s: torch.zeros(1), TrainConfig(steps=2, warmup=0), progress=False)
     with pytest.raises(ValueError, match="optimizer"):
         train(model, lambda s: (torch.zeros(1, 2),) * 2, TrainConfig(steps=2, warmup=0, optimizer="sgd"))
+
+
+def test_on_step_hook_sees_every_step_restores_train_mode_and_can_stop():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(5, 8), nn.Linear(8, 5))
+    x = torch.randint(0, 5, (4, 3), generator=torch.Generator().manual_seed(0))
+    seen, modes = [], []
+
+    def hook(step, m, history):
+        seen.append((step, len(history.losses)))
+        modes.append(m.training)
+        m.eval()  # an evaluation would do this; the loop must switch back
+        return step == 7
+
+    history = train(model, lambda step: (x, x), TrainConfig(steps=20, warmup=0, pad_id=-100),
+                    progress=False, on_step=hook)
+    assert seen == [(s, s) for s in range(1, 8)]  # called after each step, with that step's loss recorded
+    assert all(modes)  # training mode restored before every step
+    assert len(history.losses) == 7 and history.hook_seconds >= 0
+    with pytest.raises(TypeError, match="on_step"):
+        train(model, lambda step: (x, x), TrainConfig(steps=2, warmup=0), progress=False, on_step=3)

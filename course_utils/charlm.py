@@ -1,0 +1,237 @@
+"""A character language model on tiny Shakespeare: the corpus (shipped, checksummed), its
+vocabulary, batches, n-gram baselines in bits per character, head measurements and a shipped
+checkpoint with its training log. Chapter 8.
+
+The corpus is ``course_utils/assets/tinyshakespeare.txt.gz`` (1,115,394 characters, 65
+distinct), the "tiny Shakespeare" file of Karpathy's char-rnn repository
+(``data/tinyshakespeare/input.txt``); Shakespeare's plays are in the public domain. The
+uncompressed text is checked against its SHA-256 on every load; nothing is downloaded.
+``scripts/train_charlm_checkpoint.py`` re-creates ``course_utils/assets/charlm_shakespeare.pt``.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .gpt import DecoderOnly, DecoderOnlyConfig
+from .training import TrainConfig, TrainHistory, train
+from .validate import check_positive_int, check_rank
+
+ASSETS = Path(__file__).parent / "assets"
+CORPUS_PATH = ASSETS / "tinyshakespeare.txt.gz"
+CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+CHECKPOINT_PATH = ASSETS / "charlm_shakespeare.pt"
+VAL_FRACTION = 0.1  # the last 10 % of the text is the validation set
+
+# About a minute of training on a 2-core laptop CPU.
+CHARLM_RECIPE: dict[str, Any] = {
+    "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 3, "dropout": 0.0, "norm_first": True,
+              "positional": "learned", "max_len": 128, "tie_embeddings": True},
+    "train": {"steps": 800, "lr": 5e-3, "warmup": 50, "min_lr": 5e-4, "optimizer": "adamw", "clip": 1.0,
+              "weight_decay": 0.01, "pad_id": -100},  # no padding in LM batches: -100 matches no id
+    "batch_size": 16,
+    "block_size": 128,  # characters per training sequence (= max_len, the context window)
+    "eval_every": 50,  # validation bits/char every 50 steps, on 128 windows
+    "seed": 0,
+}
+
+
+def load_corpus(path: Path | str = CORPUS_PATH, sha256: str = CORPUS_SHA256) -> str:
+    """The tiny Shakespeare text, after checking its SHA-256 (ValueError if it differs). Chapter 8."""
+    raw = gzip.decompress(Path(path).read_bytes())
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != sha256:
+        raise ValueError(f"corpus checksum mismatch for {Path(path).name}: expected sha256 {sha256}, got {digest}")
+    return raw.decode("utf-8")
+
+
+class CharVocab:
+    """Characters <-> ids, ids in sorted character order. Chapter 8."""
+
+    def __init__(self, text: str):
+        if not isinstance(text, str) or not text:
+            raise ValueError("text must be a non-empty str")
+        self.chars: list[str] = sorted(set(text))
+        self.stoi = {ch: i for i, ch in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> Tensor:
+        """Ids (len(text),) of a string; unknown characters raise ValueError. Chapter 8."""
+        try:
+            return torch.tensor([self.stoi[ch] for ch in text], dtype=torch.long)
+        except KeyError as error:
+            raise ValueError(f"text contains {error.args[0]!r}, which is not in the vocabulary") from None
+
+    def decode(self, ids: Tensor | list[int]) -> str:
+        """The string spelled by ids. Chapter 8."""
+        if isinstance(ids, Tensor):
+            ids = ids.tolist()
+        return "".join(self.chars[i] for i in ids)
+
+
+def train_val_ids(text: str, vocab: CharVocab, val_fraction: float = VAL_FRACTION) -> tuple[Tensor, Tensor]:
+    """The text as ids, split into the first (1 - val_fraction) for training and the rest for validation. Chapter 8."""
+    ids = vocab.encode(text)
+    cut = int(len(ids) * (1 - val_fraction))
+    return ids[:cut], ids[cut:]
+
+
+def lm_batch(data: Tensor, batch_size: int, block_size: int, generator: torch.Generator | None = None
+             ) -> tuple[Tensor, Tensor]:
+    """Random windows: inputs (B, T) and targets (B, T) = the same windows shifted by one character. Chapter 8."""
+    check_rank("data", data, 1, "(N,) token ids")
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("block_size", block_size)
+    starts = torch.randint(0, len(data) - block_size, (batch_size,), generator=generator)  # (B,)
+    idx = starts[:, None] + torch.arange(block_size)  # (B, T)
+    return data[idx], data[idx + 1]
+
+
+# ---------------------------------------------------------------- baselines
+def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_size: int, alpha: float = 1.0) -> float:
+    """Validation cross-entropy in bits/char of an add-alpha n-gram count model (order 0, 1 or 2). Chapter 8.
+
+    order 0: uniform over the vocabulary; 1: unigram counts; 2: bigram counts (next character
+    given the previous one). Counts come from ``train_ids``, the score from ``val_ids``.
+    """
+    V = check_positive_int("vocab_size", vocab_size)
+    if order == 0:
+        return math.log2(V)
+    if order == 1:
+        counts = torch.bincount(train_ids, minlength=V).double() + alpha  # (V,)
+        logp = (counts / counts.sum()).log2()
+        return float(-logp[val_ids].mean())
+    if order == 2:
+        pairs = torch.bincount(train_ids[:-1] * V + train_ids[1:], minlength=V * V).double().view(V, V) + alpha
+        logp = (pairs / pairs.sum(dim=1, keepdim=True)).log2()  # (V, V): row = previous char
+        return float(-logp[val_ids[:-1], val_ids[1:]].mean())
+    raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
+
+
+@torch.no_grad()
+def model_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
+    """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8."""
+    model.eval()
+    n_windows = (len(val_ids) - 1) // block_size
+    if max_windows is not None:
+        n_windows = min(n_windows, max_windows)
+    idx = torch.arange(n_windows)[:, None] * block_size + torch.arange(block_size)  # (W, T)
+    total = 0.0
+    for chunk in idx.split(64):
+        logits = model(val_ids[chunk])  # (w, T, V)
+        total += float(torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), val_ids[chunk + 1].reshape(-1), reduction="sum"))
+    return total / idx.numel() / math.log(2)
+
+
+# ---------------------------------------------------------------- what the heads do
+def previous_token_score(weights: Tensor) -> Tensor:
+    """Per head: mean attention weight from each query t >= 1 to key t - 1, for weights (B, h, T, T). Chapter 8."""
+    check_rank("weights", weights, 4, "(B, h, T, T)")
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (B, h, T-1) -> (h,)
+
+
+def induction_score(weights: Tensor, length: int) -> Tensor:
+    """Per head, on inputs made of a random block of ``length`` tokens repeated twice: mean weight from
+    each query in the second copy to the key right after the same token's first occurrence. Chapter 8.
+
+    weights: (B, h, 2 length, 2 length) -> (h,). An induction head ("A B ... A -> attend to B")
+    scores near 1; a head that spreads attention evenly scores about 1 / position.
+    """
+    check_rank("weights", weights, 4, "(B, h, T, T)")
+    check_positive_int("length", length)
+    if weights.shape[-1] != 2 * length:
+        raise ValueError(f"weights must cover 2 * length = {2 * length} positions, got shape {tuple(weights.shape)}")
+    q = torch.arange(length, 2 * length)  # queries in the second copy
+    k = q - length + 1  # the token after the first occurrence of the query's token
+    return weights[:, :, q, k].mean(dim=(0, 2))  # (B, h, L) -> (h,)
+
+
+@torch.no_grad()
+def head_scores(model: DecoderOnly, windows: Tensor, vocab_size: int, length: int = 40, n: int = 32,
+                generator: torch.Generator | None = None) -> dict[str, Tensor]:
+    """{"previous_token", "induction"}: (n_layers, h) scores of every head (see the two functions above). Chapter 8.
+
+    Previous-token scores are measured on real text ``windows`` (B, T); induction scores on
+    ``n`` random sequences of ``length`` tokens, each repeated twice.
+    """
+    _, weights = model(windows, return_attention=True)
+    prev = torch.stack([previous_token_score(w) for w in weights])
+    first = torch.randint(0, vocab_size, (n, length), generator=generator)  # (n, L)
+    _, weights = model(torch.cat([first, first], dim=1), return_attention=True)  # (n, 2L) input
+    induction = torch.stack([induction_score(w, length) for w in weights])
+    return {"previous_token": prev, "induction": induction}
+
+
+# ---------------------------------------------------------------- training and the checkpoint
+def build_charlm(vocab_size: int, recipe: dict[str, Any] | None = None) -> DecoderOnly:
+    """A fresh character LM with the recipe's model settings. Chapter 8."""
+    recipe = recipe or CHARLM_RECIPE
+    return DecoderOnly(DecoderOnlyConfig(vocab_size=vocab_size, **recipe["model"]))
+
+
+def train_charlm(
+    recipe: dict[str, Any] | None = None, progress: bool = True, steps: int | None = None
+) -> tuple[DecoderOnly, TrainHistory, dict[str, Any]]:
+    """Train the character LM from scratch; return (model, history, log with val bits/char by step). Chapter 8."""
+    recipe = copy.deepcopy(recipe or CHARLM_RECIPE)
+    if steps is not None:
+        recipe["train"]["steps"] = steps
+        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
+    text = load_corpus()
+    vocab = CharVocab(text)
+    train_ids, val_ids = train_val_ids(text, vocab)
+    torch.manual_seed(recipe["seed"])
+    model = build_charlm(len(vocab), recipe)
+    generator = torch.Generator().manual_seed(recipe["seed"])
+    B, T = recipe["batch_size"], recipe["block_size"]
+    log: dict[str, Any] = {"val_steps": [], "val_bits_per_char": []}
+    every = recipe["eval_every"]
+
+    def evaluate(step: int, m: torch.nn.Module, history: TrainHistory) -> None:
+        if step % every == 0 or step == recipe["train"]["steps"]:
+            log["val_steps"].append(step)
+            log["val_bits_per_char"].append(model_bits_per_char(model, val_ids, T, max_windows=128))
+
+    batch_fn: Callable[[int], tuple[Tensor, Tensor]] = lambda step: lm_batch(train_ids, B, T, generator)
+    history = train(model, batch_fn, TrainConfig(**recipe["train"]), progress=progress, on_step=evaluate)
+    log["train_loss_nats"] = history.losses
+    log["train_seconds"] = round(history.seconds, 1)
+    log["recipe"] = recipe
+    return model, history, log
+
+
+def save_charlm(model: DecoderOnly, log: dict[str, Any], path: Path | str = CHECKPOINT_PATH) -> Path:
+    """Write weights, config, recipe and training log (plain data and tensors only) to ``path``. Chapter 8."""
+    from dataclasses import asdict
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    log = {**log, "train_loss_nats": [round(x, 4) for x in log["train_loss_nats"]],
+           "val_bits_per_char": [round(x, 4) for x in log["val_bits_per_char"]]}
+    torch.save({"config": asdict(model.config), "recipe": log.get("recipe", CHARLM_RECIPE), "log": log,
+                "state_dict": state}, path)
+    return path
+
+
+def load_charlm(path: Path | str = CHECKPOINT_PATH) -> tuple[DecoderOnly, dict[str, Any]]:
+    """(the shipped character LM in eval mode, its training log), loaded with weights_only=True. Chapter 8."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint not found at {path.name}; run scripts/train_charlm_checkpoint.py")
+    data = torch.load(path, map_location="cpu", weights_only=True)
+    model = DecoderOnly(DecoderOnlyConfig(**data["config"]))
+    model.load_state_dict(data["state_dict"])
+    return model.eval(), {**data["log"], "recipe": data["recipe"]}

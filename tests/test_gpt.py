@@ -1,0 +1,182 @@
+"""Tests of the decoder-only Transformer (Chapter 8): nn.TransformerEncoder reference, causality,
+KV cache, generation and the sampling filters."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from course_utils.gpt import (
+    DecoderOnly,
+    DecoderOnlyConfig,
+    filter_logits,
+    generate,
+    sample_next,
+    to_torch_encoder,
+    top_k_filter,
+    top_p_filter,
+)
+
+
+def small(**kw) -> DecoderOnly:
+    base = dict(vocab_size=13, d_model=16, n_heads=4, d_ff=32, n_layers=3, max_len=40)
+    base.update(kw)
+    torch.manual_seed(0)
+    return DecoderOnly(DecoderOnlyConfig(**base)).eval()
+
+
+def tokens(B: int, T: int, V: int = 13, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-LN", "post-LN"])
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned", "none"])
+def test_equals_torch_transformer_encoder_with_causal_mask(norm_first, positional):
+    model = small(norm_first=norm_first, positional=positional)
+    x = tokens(3, 11)
+    ref = to_torch_encoder(model).eval()
+    mask = nn.Transformer.generate_square_subsequent_mask(11)  # float, -inf above the diagonal
+    with torch.no_grad():
+        want = model.output_projection(ref(model.embed(x), mask=mask, is_causal=True))
+        got = model(x)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_no_cross_attention_and_tied_weights():
+    model = small()
+    assert not any("cross" in name for name, _ in model.named_parameters())
+    assert model.output_projection.weight is model.embedding.weight
+    untied = small(tie_embeddings=False)
+    V, d = 13, 16
+    assert sum(p.numel() for p in untied.parameters()) - sum(p.numel() for p in model.parameters()) == V * d
+
+
+def test_outputs_do_not_depend_on_future_tokens():
+    model = small()
+    x = tokens(2, 12)
+    for t in (0, 5, 10):
+        y = x.clone()
+        y[:, t + 1:] = (y[:, t + 1:] + 5) % 13  # change every token after position t
+        with torch.no_grad():
+            a, b = model(x), model(y)
+        torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
+        assert (a[:, t + 1:] - b[:, t + 1:]).abs().max() > 1e-3  # and the later positions do move
+
+
+def test_attention_weights_are_causal_and_match_fused_path():
+    model = small()
+    x = tokens(2, 9)
+    logits, weights = model(x, return_attention=True)
+    assert len(weights) == 3 and all(w.shape == (2, 4, 9, 9) for w in weights)
+    for w in weights:
+        assert torch.all(w.triu(1) == 0)
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 9))
+    torch.testing.assert_close(logits, model(x))
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned", "none"])
+def test_kv_cache_logits_equal_full_recompute(positional):
+    model = small(positional=positional)
+    x = tokens(2, 15)
+    full = model(x)
+    cache = model.new_cache()
+    pieces = [model(x[:, :6], cache=cache)]  # a prompt of 6, then 1, 1, then a chunk of 7
+    for a, b in ((6, 7), (7, 8), (8, 15)):
+        pieces.append(model(x[:, a:b], cache=cache))
+    assert cache.length == 15
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.9])
+def test_generate_with_cache_equals_recompute(temperature):
+    model = small()
+    prompt = tokens(3, 4)
+    kw = dict(temperature=temperature, top_k=8, top_p=0.95) if temperature else {}
+    a = generate(model, prompt, 20, use_cache=True, generator=torch.Generator().manual_seed(1), **kw)
+    b = generate(model, prompt, 20, use_cache=False, generator=torch.Generator().manual_seed(1), **kw)
+    assert a.shape == (3, 20)
+    assert torch.equal(a, b)
+
+
+def test_greedy_generation_is_argmax_of_full_forward():
+    model = small()
+    prompt = tokens(2, 3)
+    new = generate(model, prompt, 6, temperature=0)
+    seq = prompt
+    for _ in range(6):
+        seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(new, seq[:, 3:])
+
+
+def test_generate_stops_at_eos_and_pads():
+    model = small()
+    with torch.no_grad():
+        model.output_projection.bias.fill_(-100.0)
+        model.output_projection.bias[5] = 100.0  # token 5 always wins
+    out = generate(model, tokens(2, 3), 10, temperature=0, eos_id=5, pad_id=0)
+    assert out.tolist() == [[5], [5]]
+
+
+def test_generate_refuses_beyond_context():
+    with pytest.raises(ValueError, match="context window"):
+        generate(small(), tokens(1, 30), 20)
+
+
+def test_bad_inputs_named():
+    model = small()
+    with pytest.raises(TypeError, match="tokens must hold token ids"):
+        model(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="outside"):
+        model(torch.tensor([[1, 13]]))
+    with pytest.raises(ValueError, match="positional must be one of"):
+        DecoderOnlyConfig(vocab_size=5, positional="rope")
+    with pytest.raises(ValueError, match="max_len"):
+        model(tokens(1, 41))
+
+
+def test_custom_positional_module():
+    class Shift(nn.Module):
+        def forward(self, x, offset=0):
+            return x + 1.0
+
+    torch.manual_seed(0)
+    model = DecoderOnly(DecoderOnlyConfig(vocab_size=13, d_model=16, n_heads=4, d_ff=32, n_layers=1), pe=Shift())
+    assert isinstance(model.pe, Shift) and model(tokens(1, 5)).shape == (1, 5, 13)
+
+
+def test_top_k_filter_hand_example():
+    logits = torch.tensor([[1.0, 4.0, 2.0, 3.0, 0.0]])
+    got = top_k_filter(logits, 2)
+    inf = float("-inf")
+    assert got.tolist() == [[inf, 4.0, inf, 3.0, inf]]
+    assert torch.equal(top_k_filter(logits, 5), logits)
+
+
+def test_top_p_filter_hand_example():
+    probs = torch.tensor([[0.05, 0.5, 0.3, 0.15]])
+    logits = probs.log()
+    kept = torch.isfinite(top_p_filter(logits, 0.7))  # 0.5 < 0.7, 0.5 + 0.3 >= 0.7: keep two
+    assert kept.tolist() == [[False, True, True, False]]
+    assert torch.isfinite(top_p_filter(logits, 0.8)).tolist() == [[False, True, True, False]]
+    assert torch.isfinite(top_p_filter(logits, 0.81)).tolist() == [[False, True, True, True]]
+    assert torch.isfinite(top_p_filter(logits, 0.01)).tolist() == [[False, True, False, False]]  # top one kept
+    assert torch.isfinite(top_p_filter(logits, 1.0)).all()
+
+
+def test_filter_logits_order_and_temperature():
+    logits = torch.randn(4, 10, generator=torch.Generator().manual_seed(0))
+    got = filter_logits(logits, 0.5, top_k=3, top_p=0.9)
+    want = top_p_filter(top_k_filter(logits / 0.5, 3), 0.9)
+    assert torch.equal(got, want)
+    with pytest.raises(ValueError, match="temperature"):
+        filter_logits(logits, 0.0)
+
+
+def test_sample_next_follows_the_distribution():
+    probs = torch.tensor([0.1, 0.0, 0.6, 0.3])
+    logits = probs.log().expand(20000, 4)
+    ids = sample_next(logits, torch.Generator().manual_seed(0))
+    freq = torch.bincount(ids, minlength=4).float() / 20000
+    torch.testing.assert_close(freq, probs, atol=0.015, rtol=0)
+    assert freq[1] == 0
