@@ -23,6 +23,7 @@ import time
 import torch
 
 from course_utils.length_generalisation import (
+    CAUSAL_SCHEMES,
     LOSER,
     RESULTS_PATH,
     SCHEMES,
@@ -30,6 +31,7 @@ from course_utils.length_generalisation import (
     WINNER,
     checkpoint_path,
     length_curve,
+    train_causal_scheme,
     train_scheme,
 )
 from course_utils.pretrained import save_checkpoint
@@ -41,11 +43,14 @@ VARIANT_STEPS = 200  # short strings are learned in fewer steps
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=list(SCHEMES))
+    parser.add_argument("--schemes", nargs="+", default=[*SCHEMES, *CAUSAL_SCHEMES],
+                        choices=[*SCHEMES, *CAUSAL_SCHEMES])
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's steps (smoke runs)")
     parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length")
     parser.add_argument("--no-variant", action="store_true", help="skip the lengths <= 4 variant")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--update", action="store_true",
+                        help="add these schemes to the existing JSON asset (times add up) instead of replacing it")
     parser.add_argument("--checkpoints", action="store_true",
                         help=f"also save the {WINNER} and {LOSER} models as Chapter 9's shipped checkpoints "
                         "(the same recipe as scripts/train_length_checkpoints.py)")
@@ -53,7 +58,10 @@ def main() -> None:
     start = time.perf_counter()
     record: dict = {"train_lengths": [3, 10], "schemes": {}}
     for name in args.schemes:
-        model, history, recipe = train_scheme(name, 3, 10, args.steps)
+        if name in CAUSAL_SCHEMES:  # Chapter 8's decoder-only model, reversal as one sequence
+            model, history, recipe = train_causal_scheme(name, 3, 10, args.steps)
+        else:
+            model, history, recipe = train_scheme(name, 3, 10, args.steps)
         curve = length_curve(model, TEST_LENGTHS, args.n_per_length)
         if args.checkpoints and name in (WINNER, LOSER):
             save_checkpoint(model, recipe, checkpoint_path(name))
@@ -64,7 +72,8 @@ def main() -> None:
     if not args.no_variant:
         record["variant_40_5"] = {"train_lengths": list(VARIANT_LENGTHS), "schemes": {}}
         for name in args.schemes:
-            model, history, _ = train_scheme(name, *VARIANT_LENGTHS, args.steps or VARIANT_STEPS)
+            train_fn = train_causal_scheme if name in CAUSAL_SCHEMES else train_scheme
+            model, history, _ = train_fn(name, *VARIANT_LENGTHS, args.steps or VARIANT_STEPS)
             curve = length_curve(model, VARIANT_TEST, args.n_per_length)
             record["variant_40_5"]["schemes"][name] = {**curve, "train_seconds": round(history.seconds, 1)}
             print(f"{name:22s} trained on 1-4: exact match % at 4 / 12: {curve['exact_match']['4']} / "
@@ -73,6 +82,13 @@ def main() -> None:
     record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
                          "cpu_cores": os.cpu_count()}
     print(f"total time {record['total_seconds']:.0f} s", flush=True)
+    if args.update and RESULTS_PATH.exists():
+        old = json.loads(RESULTS_PATH.read_text())
+        old["schemes"].update(record["schemes"])
+        if "variant_40_5" in record:
+            old.setdefault("variant_40_5", record["variant_40_5"])["schemes"].update(record["variant_40_5"]["schemes"])
+        old["total_seconds"] = round(old.get("total_seconds", 0.0) + record["total_seconds"], 1)
+        record = old
     if not args.no_write:
         RESULTS_PATH.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))

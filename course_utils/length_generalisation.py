@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .evaluation import evaluate_by_length
+from .evaluation import Predictor, evaluate_by_length
 from .model import Transformer
 from .pretrained import FAST_RECIPE, load_reversal_model, train_reversal_model
+from .reversal_lm import DECODER_ONLY_RECIPE, reverse_strings_decoder_only, train_decoder_only_reversal
 from .training import TrainHistory
 from .validate import check_positive_int
 
@@ -38,6 +39,10 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "randomized": {"positional": "sinusoidal", "random_positions": MAX_POSITION},  # Ruoss et al. (2023)
     "rope-end": {"positional": "rope", "source_positions": "end"},  # source counted from its end
     "rope-end-randomized": {"positional": "rope", "source_positions": "end", "random_positions": MAX_POSITION},
+}
+# name -> overrides on top of Chapter 8's decoder-only recipe (reversal as one causal sequence)
+CAUSAL_SCHEMES: dict[str, dict[str, Any]] = {
+    "nope-causal": {"positional": "none"},  # NoPE where it can work: the causal mask alone orders tokens
 }
 WINNER, LOSER = "rope-end-randomized", "sinusoidal"
 
@@ -66,7 +71,31 @@ def train_scheme(
     return model, history, recipe
 
 
-def length_curve(model: Transformer, lengths: Iterable[int] = TEST_LENGTHS, n_per_length: int = 100) -> dict[str, Any]:
+def train_causal_scheme(
+    name: str, min_len: int = 3, max_len: int = 10, steps: int | None = None, progress: bool = False
+) -> tuple[Predictor, TrainHistory, dict[str, Any]]:
+    """Train Chapter 8's decoder-only reversal model with scheme ``name`` in CAUSAL_SCHEMES. Chapter 9.
+
+    Returns (predictor list[str] -> list[str], history, recipe); same steps as the other schemes.
+    """
+    if name not in CAUSAL_SCHEMES:
+        raise ValueError(f"name must be one of {list(CAUSAL_SCHEMES)}, got {name!r}")
+    recipe = copy.deepcopy(DECODER_ONLY_RECIPE)
+    recipe["model"].update(max_len=128, **CAUSAL_SCHEMES[name])  # room for [src; SEP; tgt; EOS] of 40 letters
+    steps = STEPS if steps is None else check_positive_int("steps", steps)
+    recipe["train"].update(steps=steps, warmup=min(steps // 10, steps - 1))
+    recipe.update(min_len=min_len, max_len=max_len, scheme=name)
+    model, history = train_decoder_only_reversal(recipe, progress=progress)
+
+    def predict(strings: list[str]) -> list[str]:
+        return reverse_strings_decoder_only(model, strings)
+
+    return predict, history, recipe
+
+
+def length_curve(
+    model: Transformer | Predictor, lengths: Iterable[int] = TEST_LENGTHS, n_per_length: int = 100
+) -> dict[str, Any]:
     """{"exact_match": {"3": %, ...}, "token_accuracy": {...}} on fresh seeded strings of each length. Chapter 9."""
     results = evaluate_by_length(model, lengths, n_per_length)
     return {
