@@ -264,7 +264,7 @@ def relative_positions(q_pos: Tensor, k_pos: Tensor) -> Tensor:
 
 
 def alibi_bias_at(slopes: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
-    """ALiBi bias (B, h, T_q, T_k) = -m_h |k_pos - q_pos| for per-token positions. Chapter 9.
+    """ALiBi bias (B, h, T_q, T_k) = ``-m_h * abs(k_pos - q_pos)`` for per-token positions. Chapter 9.
 
     Equals :func:`alibi_bias` when the positions are 0 .. T_k - 1 (queries the last T_q).
     """
