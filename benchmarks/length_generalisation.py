@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import time
+from pathlib import Path
 
 import torch
 
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length")
     parser.add_argument("--no-variant", action="store_true", help="skip the lengths <= 4 variant")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="where to write the JSON record")
     parser.add_argument("--update", action="store_true",
                         help="add these schemes to the existing JSON asset (times add up) instead of replacing it")
     parser.add_argument("--checkpoints", action="store_true",
@@ -82,15 +84,15 @@ def main() -> None:
     record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
                          "cpu_cores": os.cpu_count()}
     print(f"total time {record['total_seconds']:.0f} s", flush=True)
-    if args.update and RESULTS_PATH.exists():
-        old = json.loads(RESULTS_PATH.read_text())
+    if args.update and args.out.exists():
+        old = json.loads(args.out.read_text())
         old["schemes"].update(record["schemes"])
         if "variant_40_5" in record:
             old.setdefault("variant_40_5", record["variant_40_5"])["schemes"].update(record["variant_40_5"]["schemes"])
         old["total_seconds"] = round(old.get("total_seconds", 0.0) + record["total_seconds"], 1)
         record = old
     if not args.no_write:
-        RESULTS_PATH.write_text(json.dumps(record, indent=1) + "\n")
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 
 

@@ -39,12 +39,16 @@ SCHEMES: dict[str, dict[str, Any]] = {
     "randomized": {"positional": "sinusoidal", "random_positions": MAX_POSITION},  # Ruoss et al. (2023)
     "rope-end": {"positional": "rope", "source_positions": "end"},  # source counted from its end
     "rope-end-randomized": {"positional": "rope", "source_positions": "end", "random_positions": MAX_POSITION},
+    # the same, with random positions for half of the examples only: the other half trains the plain
+    # positions 0, 1, 2, ... (gaps of 1) that evaluation uses
+    "rope-end-half-randomized": {"positional": "rope", "source_positions": "end", "random_positions": MAX_POSITION,
+                                 "random_fraction": 0.5},
 }
 # name -> overrides on top of Chapter 8's decoder-only recipe (reversal as one causal sequence)
 CAUSAL_SCHEMES: dict[str, dict[str, Any]] = {
     "nope-causal": {"positional": "none"},  # NoPE where it can work: the causal mask alone orders tokens
 }
-WINNER, LOSER = "rope-end-randomized", "sinusoidal"
+WINNER, LOSER = "rope-end-half-randomized", "sinusoidal"
 
 
 def scheme_recipe(name: str, min_len: int = 3, max_len: int = 10, steps: int | None = None) -> dict[str, Any]:

@@ -55,6 +55,7 @@ class TransformerConfig:
     positional: str = "sinusoidal"  # one of POSITIONAL_SCHEMES (Chapter 9); the paper's by default
     source_positions: str = "start"  # "start": source token j is at j; "end": at L-1-j (Chapter 9)
     random_positions: int = 0  # > 0: in training, positions are a sorted random subset of 0..this-1 (Chapter 9)
+    random_fraction: float = 1.0  # share of training examples that get random positions; the rest keep 0, 1, 2, ...
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
@@ -87,6 +88,9 @@ class TransformerConfig:
             raise ValueError(
                 f"random_positions must be an int from 0 (off) to max_len={self.max_len}, got {self.random_positions!r}"
             )
+        if isinstance(self.random_fraction, bool) or not isinstance(self.random_fraction, (int, float)) \
+                or not 0 < self.random_fraction <= 1:
+            raise ValueError(f"random_fraction must be a number in (0, 1], got {self.random_fraction!r}")
         if self.positional == "rope" and (self.d_model // self.n_heads) % 2 != 0:
             raise ValueError(f"RoPE needs an even d_k = d_model / n_heads, got {self.d_model // self.n_heads}")
 
@@ -445,7 +449,8 @@ class Transformer(nn.Module):
         at j, or at L-1-j with ``source_positions="end"`` (L real tokens: the last one is at 0,
         so output step t and the source token it copies in reversal share position t). In
         training with ``random_positions=N``, every example maps positions 0, 1, 2, ... to a
-        sorted random subset of 0..N-1, the same map for source and target (Ruoss et al., 2023).
+        sorted random subset of 0..N-1, the same map for source and target (Ruoss et al., 2023);
+        with ``random_fraction`` < 1 only that share of the examples does, the others keep 0, 1, 2, ...
         """
         c = self.config
         B, T_src = src_keep.shape
@@ -463,6 +468,9 @@ class Transformer(nn.Module):
                     "build the model with a larger random_positions"
                 )
             table = random_positions(B, n, c.random_positions).to(device)  # (B, n), sorted per row
+            if c.random_fraction < 1:  # some examples keep the plain positions they will have at evaluation
+                plain = torch.rand(B, 1, device=device) >= c.random_fraction  # (B, 1)
+                table = torch.where(plain, torch.arange(n, device=device).expand(B, n), table)
             src_pos, tgt_pos = table.gather(1, src_pos), table.gather(1, tgt_pos)
         return src_pos, tgt_pos
 

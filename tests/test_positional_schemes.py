@@ -226,3 +226,16 @@ def test_config_validation_of_the_switch():
     model = build(random_positions=8).train()
     with pytest.raises(ValueError, match="larger random_positions"):
         model(tokens(1, 9, 11), tokens(1, 10, 13))
+
+
+def test_random_fraction_keeps_plain_positions_for_the_rest():
+    model = build(positional="rope", source_positions="end", random_positions=40, random_fraction=0.5).train()
+    keep = torch.ones(400, 5, dtype=torch.bool)
+    torch.manual_seed(4)
+    src_pos, tgt_pos = model.positions(keep, 6)
+    plain = (tgt_pos == torch.arange(6)).all(1)  # rows that kept 0..5
+    assert 0.4 < plain.float().mean() < 0.65  # about half (plus the rare random draw of 0..5 itself)
+    assert torch.equal(src_pos[plain], torch.arange(4, -1, -1).expand(int(plain.sum()), 5))
+    assert (tgt_pos[~plain].max(1).values > 5).float().mean() > 0.95  # the others spread over 0..39
+    with pytest.raises(ValueError, match="random_fraction must be a number in"):
+        config(random_fraction=0.0)
