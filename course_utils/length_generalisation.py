@@ -49,6 +49,7 @@ CAUSAL_SCHEMES: dict[str, dict[str, Any]] = {
     "nope-causal": {"positional": "none"},  # NoPE where it can work: the causal mask alone orders tokens
 }
 WINNER, LOSER = "rope-end-half-randomized", "sinusoidal"
+WINNER_STEPS = 800  # the shipped winner is trained twice as long as the experiment's budget (Chapter 9 says why)
 
 
 def scheme_recipe(name: str, min_len: int = 3, max_len: int = 10, steps: int | None = None) -> dict[str, Any]:
