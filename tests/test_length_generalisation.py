@@ -12,6 +12,7 @@ from course_utils.length_generalisation import (
     SCHEMES,
     STEPS,
     WINNER,
+    WINNER_STEPS,
     checkpoint_path,
     length_curve,
     load_results,
@@ -68,10 +69,18 @@ def test_results_asset_has_every_scheme_and_length():
         assert all(0 <= v <= 100 for v in r["exact_match"].values())
         assert all(r["token_accuracy"][k] >= r["exact_match"][k] - 1e-9 for k in r["exact_match"])
     win = results["schemes"][WINNER]["exact_match"]
-    assert min(win[str(n)] for n in range(11, 21)) >= 95 and min(win[str(n)] for n in range(3, 11)) >= 99
+    assert min(win[str(n)] for n in range(11, 21)) >= 95  # at the experiment's budget
+    assert max(results["schemes"][LOSER]["exact_match"][str(n)] for n in range(12, 41)) <= 5
     assert "variant_40_5" in results
     with pytest.raises(FileNotFoundError, match="benchmarks/length_generalisation.py"):
         load_results(RESULTS_PATH.with_name("missing.json"))
+
+
+def test_shipped_winner_curve():
+    recipe = checkpoint_recipe(checkpoint_path(WINNER))
+    curve = recipe["curve"]["exact_match"]
+    assert recipe["train"]["steps"] == WINNER_STEPS
+    assert min(curve[str(n)] for n in range(3, 11)) >= 98 and min(curve[str(n)] for n in range(11, 41)) >= 95
 
 
 def test_random_positions_only_in_training():
