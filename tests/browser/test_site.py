@@ -66,6 +66,7 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
         if page.locator("div.math, span.math").count():
             # MathJax, served from the site itself, has typeset the page
             page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
+        check_no_tool_markers(page, path)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
             check_solutions_hidden(page)
         if page.locator(".cu-quiz").count():
@@ -83,8 +84,23 @@ def check_solutions_hidden(page) -> None:
         cell = cells.nth(i)
         code = cell.locator(".cell_input")
         assert not code.is_visible(), f"solution {i} is visible before a click"
-        cell.locator("summary").first.click()
+        toggle = cell.locator("summary").first
+        assert "Show solution" in toggle.inner_text(), f"solution {i}'s toggle says {toggle.inner_text()!r}"
+        toggle.click()
         code.wait_for(state="visible", timeout=5_000)
+        shown = code.inner_text()
+        assert "### BEGIN SOLUTION" not in shown and "### END SOLUTION" not in shown, \
+            f"solution {i} shows the student-copy markers"
+
+
+MARKERS = re.compile(r"NBVAL_IGNORE_OUTPUT|# noqa|### (BEGIN|END) SOLUTION")
+
+
+def check_no_tool_markers(page, path: str) -> None:
+    """No test or linter marker is shown in the code of any cell."""
+    code = page.evaluate("Array.from(document.querySelectorAll('.cell_input pre')).map(p => p.textContent)")
+    shown = [m.group(0) for text in code for m in [MARKERS.search(text)] if m]
+    assert shown == [], f"{path} shows tool markers in its code: {shown[:5]}"
 
 
 def check_quiz(page) -> None:
@@ -201,8 +217,9 @@ def test_menu_button_collapses_the_sidebar_on_a_desktop(browser, site_url: str) 
         context.close()
 
 
-# Elements of the article that must fit the text column. Display maths may scroll inside its own
-# box on a phone (MathJax 3 does not break lines); nothing else may need a scroll bar.
+# Elements of the article that must fit the text column. On a phone, display maths (MathJax 3
+# does not break lines) and tables may scroll inside their own box; nothing else may need a
+# scroll bar, and nothing may stick out of the column.
 FIT_CHECK = """scrollable => {
   const article = document.querySelector('.bd-article') || document.querySelector('main');
   const right = article.getBoundingClientRect().right;
@@ -210,9 +227,7 @@ FIT_CHECK = """scrollable => {
   for (const el of article.querySelectorAll('pre, table, img, p, li, .cu-explorer, .cu-quiz, mjx-container, figure')) {
     const r = el.getBoundingClientRect();
     if (r.width === 0) continue;
-    const display = el.tagName === 'MJX-CONTAINER' && el.getAttribute('display') === 'true';
-    if (display && scrollable) continue;
-    if (el.closest('mjx-container[display="true"]') && scrollable) continue;
+    if (scrollable && el.closest('table, mjx-container[display="true"]')) continue;
     const hidden = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible';
     if (r.right > right + 1 || hidden) {
       bad.push(`${el.tagName.toLowerCase()} (${Math.round(r.right - right)} px past the column, `
