@@ -48,6 +48,38 @@ _SCRIPT = """<script>
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+def _check_uid(uid: object) -> str:
+    if not isinstance(uid, str):
+        raise TypeError(f"uid must be a str, got {type(uid).__name__}")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
+        raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
+    return uid
+
+
+def _check_controls(controls: object) -> None:
+    if isinstance(controls, (str, dict)) or not isinstance(controls, Sequence):
+        raise TypeError(f"controls must be a list of (name, values) pairs, got {type(controls).__name__}")
+    if not controls:
+        raise ValueError("controls must name at least one control, got none")
+    for i, pair in enumerate(controls):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"controls must be a list of (name, values) pairs, got controls[{i}] = {pair!r:.40}")
+        name, values = pair
+        if not isinstance(name, str):
+            raise TypeError(f"controls[{i}] must start with a str name, got {type(name).__name__}")
+        if isinstance(values, str) or not isinstance(values, Sequence):
+            raise TypeError(f"control {name!r} must have a list of values, got {type(values).__name__}")
+        if len(values) == 0:
+            raise ValueError(f"control {name!r} must have at least one value, got none")
+
+
+def _check_figure_args(fig: object, dpi: object) -> None:
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
+        raise ValueError(f"dpi must be a positive int, got {dpi!r}")
+
+
 def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter.
 
@@ -56,6 +88,7 @@ def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     ``tight=False`` the picture is exactly the figure's size (width x dpi pixels), whatever
     text it holds.
     """
+    _check_figure_args(fig, dpi)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight" if tight else None, metadata={"Software": None})
     plt.close(fig)
@@ -82,13 +115,13 @@ class FrameExplorer:
         frames: dict[tuple[int, ...], bytes],
         caption: str = "",
     ):
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
-            raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
-        if not controls:
-            raise ValueError("controls must name at least one control, got none")
-        for name, values in controls:
-            if len(values) == 0:
-                raise ValueError(f"control {name!r} must have at least one value, got none")
+        _check_uid(uid)
+        _check_controls(controls)
+        if not isinstance(frames, dict) or not all(isinstance(v, bytes) for v in frames.values()):
+            raise TypeError("frames must map each tuple of control indices to PNG bytes, got "
+                            f"{type(frames).__name__}" + (" with non-bytes values" if isinstance(frames, dict) else ""))
+        if not isinstance(caption, str):
+            raise TypeError(f"caption must be a str, got {type(caption).__name__}")
         expected = set(itertools.product(*(range(len(values)) for _, values in controls)))
         if set(frames) != expected:
             missing = sorted(expected - set(frames))[:3]
@@ -153,6 +186,14 @@ def explore(
     a matplotlib Figure. Keep the number of combinations small: every frame is stored. Each
     frame is shown at ``dpi`` pixels per inch of the figure and stored at twice that.
     """
+    _check_uid(uid)
+    _check_controls(controls)
+    if not callable(draw):
+        raise TypeError(f"draw must be a function returning a matplotlib Figure, got {type(draw).__name__}")
+    if not isinstance(caption, str):
+        raise TypeError(f"caption must be a str, got {type(caption).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
+        raise ValueError(f"dpi must be a positive int, got {dpi!r}")
     frames: dict[tuple[int, ...], bytes] = {}
     for key in itertools.product(*(range(len(values)) for _, values in controls)):
         args = [controls[i][1][j] for i, j in enumerate(key)]

@@ -33,7 +33,17 @@ from .positional import (
     random_positions,
     rope_tables,
 )
-from .validate import check_bool_mask, check_broadcast, check_positive_int, check_rank, check_tensor
+from .validate import (
+    check_bool,
+    check_bool_mask,
+    check_broadcast,
+    check_float_tensor,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_rank,
+    check_tensor,
+)
 
 
 @dataclass
@@ -67,15 +77,15 @@ class TransformerConfig:
             )
         if self.d_model % 2 != 0:
             raise ValueError(f"d_model must be even for sinusoidal positional encoding, got {self.d_model}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be a float in [0, 1), got {self.dropout!r}")
+        check_probability("dropout", self.dropout)
+        check_bool("norm_first", self.norm_first)
+        check_bool("tie_embeddings", self.tie_embeddings)
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "tie_embeddings=True needs one shared vocabulary: src_vocab_size must equal tgt_vocab_size, "
                 f"got {self.src_vocab_size} and {self.tgt_vocab_size}"
             )
-        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or self.pad_id < 0:
-            raise ValueError(f"pad_id must be a non-negative int, got {self.pad_id!r}")
+        check_int("pad_id", self.pad_id, low=0)
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if self.pad_id >= getattr(self, name):
                 raise ValueError(f"pad_id must be a valid token id < {name}={getattr(self, name)}, got {self.pad_id}")
@@ -209,6 +219,9 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_ff", d_ff)
+        check_probability("dropout", dropout)
         self.linear1 = nn.Linear(d_model, d_ff)  # d_model -> d_ff
         self.linear2 = nn.Linear(d_ff, d_model)  # d_ff -> d_model
         self.dropout = nn.Dropout(dropout)
@@ -223,7 +236,7 @@ class EncoderBlock(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first = check_bool("norm_first", norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
@@ -244,6 +257,7 @@ class EncoderBlock(nn.Module):
         may pass a KVCache: x then holds only the new tokens and ``layer`` picks the cache slot.
         ``rel``: positions for RoPE / ALiBi / T5 (Chapter 9); None for the paper's model.
         """
+        check_float_tensor("x", x, 3, "(B, T, d_model)")
         if self.norm_first:  # pre-LN: x + Sublayer(LN(x))
             a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
             x = x + self.dropout1(a)
@@ -313,7 +327,7 @@ class DecoderBlock(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first = check_bool("norm_first", norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -361,6 +375,10 @@ class DecoderBlock(nn.Module):
 
         ``rel_self``, ``rel_cross``: positions for RoPE / ALiBi / T5 (Chapter 9); None for the paper's model.
         """
+        check_float_tensor("x", x, 3, "(B, T_tgt, d_model)")
+        check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(f"memory must have the batch size B={x.shape[0]} of x, got shape {tuple(memory.shape)}")
         if self.norm_first:  # pre-LN
             a, w_self = self._self_attention(self.norm1(x), tgt_mask, need_weights, cache, layer, rel_self)
             x = x + self.dropout1(a)
@@ -484,6 +502,7 @@ class Transformer(nn.Module):
         ``positions`` (B, T_src): the source positions (default: from :meth:`positions`, Chapter 9).
         """
         self._check_tokens("src", src, self.config.src_vocab_size)
+        check_bool("return_attention", return_attention)
         B, T = src.shape
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
@@ -530,7 +549,7 @@ class Transformer(nn.Module):
                 )
             offset = cache.length
         self._check_tokens("tgt", tgt, c.tgt_vocab_size, offset)
-        check_rank("memory", memory, 3, "(B, T_src, d_model)")
+        check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
         if memory.shape[0] != tgt.shape[0] or memory.shape[2] != c.d_model:
             raise ValueError(
                 f"memory must have shape (B={tgt.shape[0]}, T_src, d_model={c.d_model}), got {tuple(memory.shape)}"

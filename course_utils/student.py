@@ -20,6 +20,8 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 def stub_source(source: str) -> str:
     """Replace each BEGIN/END SOLUTION block with an indented ``raise NotImplementedError``."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str (a cell's code), got {type(source).__name__}")
     out: list[str] = []
     inside = False
     for line in source.splitlines():
