@@ -3,6 +3,12 @@
 Reads bottom-up: config -> position-wise feed-forward -> encoder block -> decoder block ->
 key/value cache -> the model. Attention, LayerNorm, positional encoding and masks come from
 the earlier chapters' modules. Masks are boolean keep-masks (True = attend).
+
+Chapter 9 adds a switch ``TransformerConfig.positional`` between positional schemes: added to
+the embeddings (sinusoidal, learned), inside every attention (RoPE rotates queries and keys,
+ALiBi and the T5 bias add to the scores), or none at all; and two ways to choose the integer
+positions themselves: counted from the start or from the end of the source, and sampled at
+random during training (Ruoss et al., 2023). The default is the paper's model, unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +23,16 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .masks import causal_mask, combine_masks, padding_mask
 from .norm import LayerNorm
-from .positional import SinusoidalPositionalEncoding
+from .positional import (
+    LearnedPositionalEncoding,
+    SinusoidalPositionalEncoding,
+    T5RelativeBias,
+    alibi_bias_at,
+    alibi_slopes,
+    apply_rope_at,
+    random_positions,
+    rope_tables,
+)
 from .validate import (
     check_bool,
     check_bool_mask,
@@ -47,6 +62,10 @@ class TransformerConfig:
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN (LayerNorm inside the residual branch)
     tie_embeddings: bool = False  # one shared embedding for source, target and output projection (equal vocab sizes)
     pad_id: int = 0  # token id of padding; masks are derived from it when none are given
+    positional: str = "sinusoidal"  # one of POSITIONAL_SCHEMES (Chapter 9); the paper's by default
+    source_positions: str = "start"  # "start": source token j is at j; "end": at L-1-j (Chapter 9)
+    random_positions: int = 0  # > 0: in training, positions are a sorted random subset of 0..this-1 (Chapter 9)
+    random_fraction: float = 1.0  # share of training examples that get random positions; the rest keep 0, 1, 2, ...
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
@@ -70,6 +89,129 @@ class TransformerConfig:
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if self.pad_id >= getattr(self, name):
                 raise ValueError(f"pad_id must be a valid token id < {name}={getattr(self, name)}, got {self.pad_id}")
+        if self.positional not in POSITIONAL_SCHEMES:
+            raise ValueError(f"positional must be one of {POSITIONAL_SCHEMES}, got {self.positional!r}")
+        if self.source_positions not in ("start", "end"):
+            raise ValueError(f"source_positions must be 'start' or 'end', got {self.source_positions!r}")
+        if isinstance(self.random_positions, bool) or not isinstance(self.random_positions, int) \
+                or not 0 <= self.random_positions <= self.max_len:
+            raise ValueError(
+                f"random_positions must be an int from 0 (off) to max_len={self.max_len}, got {self.random_positions!r}"
+            )
+        if isinstance(self.random_fraction, bool) or not isinstance(self.random_fraction, (int, float)) \
+                or not 0 < self.random_fraction <= 1:
+            raise ValueError(f"random_fraction must be a number in (0, 1], got {self.random_fraction!r}")
+        if self.positional == "rope" and (self.d_model // self.n_heads) % 2 != 0:
+            raise ValueError(f"RoPE needs an even d_k = d_model / n_heads, got {self.d_model // self.n_heads}")
+
+
+POSITIONAL_SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
+ADDITIVE_SCHEMES = ("sinusoidal", "learned")  # added to the embeddings; the others act inside attention
+
+
+class PositionalScheme(nn.Module):
+    """Where a Transformer learns token order from, one of POSITIONAL_SCHEMES. Chapter 9.
+
+    ``embed(x, positions)`` adds an absolute encoding (sinusoidal, learned) to the embeddings;
+    ``relation(kind, q_pos, k_pos)`` returns what one attention needs instead (RoPE, ALiBi, T5),
+    or None. Positions are integer tensors (B, T), one per token.
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        c = config
+        self.kind = c.positional
+        self.table: nn.Module | None = None
+        if self.kind == "sinusoidal":
+            self.table = SinusoidalPositionalEncoding(c.d_model, c.max_len)
+        elif self.kind == "learned":
+            self.table = LearnedPositionalEncoding(c.max_len, c.d_model)
+        elif self.kind == "rope":
+            cos, sin = rope_tables(c.max_len, c.d_model // c.n_heads)
+            self.register_buffer("cos", cos, persistent=False)  # (max_len, d_k/2)
+            self.register_buffer("sin", sin, persistent=False)
+        elif self.kind == "alibi":
+            self.register_buffer("slopes", alibi_slopes(c.n_heads), persistent=False)  # (h,)
+        elif self.kind == "t5":  # one table per kind of attention, shared by the layers of a stack
+            self.t5 = nn.ModuleDict({
+                "encoder": T5RelativeBias(c.n_heads, bidirectional=True),
+                "decoder": T5RelativeBias(c.n_heads, bidirectional=False),
+                "cross": T5RelativeBias(c.n_heads, bidirectional=True),
+            })
+
+    def embed(self, x: Tensor, positions: Tensor) -> Tensor:
+        """x (B, T, d_model) plus the absolute encoding of positions (B, T), if the scheme has one."""
+        if self.table is None:
+            return x
+        return x + self.table.at(positions)  # type: ignore[operator]  # (B, T, d_model) + (B, T, d_model)
+
+    def relation(self, kind: str, q_pos: Tensor, k_pos: Tensor) -> AttentionPositions | None:
+        """What attention ``kind`` ("encoder", "decoder", "cross") needs to know about positions, or None."""
+        if self.kind in ("sinusoidal", "learned", "none"):
+            return None
+        return AttentionPositions(self, kind, q_pos, k_pos)
+
+
+class AttentionPositions:
+    """Positions of the queries (B, T_q) and keys (B, T_k) of one attention, for RoPE, ALiBi or T5. Chapter 9."""
+
+    def __init__(self, scheme: PositionalScheme, kind: str, q_pos: Tensor, k_pos: Tensor):
+        self.scheme, self.kind, self.q_pos, self.k_pos = scheme, kind, q_pos, k_pos
+
+    def rotate(self, x: Tensor, positions: Tensor) -> Tensor:
+        """RoPE: rotate x (B, h, T, d_k) by its positions (B, T); other schemes leave x as it is."""
+        if self.scheme.kind != "rope":
+            return x
+        return apply_rope_at(x, positions, self.scheme.cos, self.scheme.sin)
+
+    def bias(self) -> Tensor | None:
+        """Additive score bias (B, h, T_q, T_k) for ALiBi and T5, None otherwise."""
+        if self.scheme.kind == "alibi":
+            return alibi_bias_at(self.scheme.slopes, self.q_pos, self.k_pos)
+        if self.scheme.kind == "t5":
+            return self.scheme.t5[self.kind](self.q_pos, self.k_pos)
+        return None
+
+
+def attend(
+    mha: MultiHeadAttention,
+    query: Tensor,
+    key: Tensor,
+    mask: Tensor | None,
+    need_weights: bool,
+    rel: AttentionPositions | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention from query (B, T_q, d_model) to key = value (B, T_k, d_model), with positions. Chapter 9.
+
+    Without ``rel`` this is exactly ``mha(query, key, key, mask)``. With it, queries and keys
+    are rotated (RoPE) and the score bias (ALiBi, T5) is added before the softmax.
+    """
+    if rel is None:
+        return mha(query, key, key, mask=mask, need_weights=need_weights)
+    q = rel.rotate(mha.split_heads(mha.W_Q(query)), rel.q_pos)  # (B, h, T_q, d_k)
+    k = rel.rotate(mha.split_heads(mha.W_K(key)), rel.k_pos)  # (B, h, T_k, d_k)
+    v = mha.split_heads(mha.W_V(key))  # (B, h, T_k, d_k)
+    return attend_with_bias(mha, q, k, v, mask, rel.bias(), need_weights)
+
+
+def attend_with_bias(
+    mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
+    need_weights: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """``mha.attend_heads`` with an optional score bias (B or 1, h, T_q, T_k) added before the softmax. Chapter 9."""
+    if bias is None:
+        return mha.attend_heads(q, k, v, mask, need_weights)
+    # (B, h, T_q, d_k) x (B, h, d_k, T_k) -> (B, h, T_q, T_k), plus the bias
+    scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias
+    if mask is not None:
+        check_bool_mask("mask", mask)
+        any_kept = mask.any(dim=-1, keepdim=True)  # rows with no key get zero weights, never NaN
+        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
+    weights = torch.softmax(scores, dim=-1)  # (B, h, T_q, T_k)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    out = mha.dropout(weights) @ v  # (B, h, T_q, T_k) x (B, h, T_k, d_k) -> (B, h, T_q, d_k)
+    return mha.W_O(mha.merge_heads(out)), (weights if need_weights else None)  # (B, T_q, d_model)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -107,19 +249,21 @@ class EncoderBlock(nn.Module):
         need_weights: bool = False,
         cache: KVCache | None = None,
         layer: int = 0,
+        rel: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x: (B, T, d_model) -> (B, T, d_model), self-attention weights (B, h, T, T) or None.
 
         With a causal mask this block is the block of a decoder-only model (Chapter 8), which
         may pass a KVCache: x then holds only the new tokens and ``layer`` picks the cache slot.
+        ``rel``: positions for RoPE / ALiBi / T5 (Chapter 9); None for the paper's model.
         """
         check_float_tensor("x", x, 3, "(B, T, d_model)")
         if self.norm_first:  # pre-LN: x + Sublayer(LN(x))
-            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer)
+            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
             x = x + self.dropout1(a)
             x = x + self.dropout2(self.ffn(self.norm2(x)))
         else:  # post-LN, as in the paper: LN(x + Sublayer(x))
-            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer)
+            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
             x = self.norm1(x + self.dropout1(a))
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return x, w
@@ -140,6 +284,7 @@ class KVCache:
         self.cross_k: list[Tensor | None] = [None] * n_layers
         self.cross_v: list[Tensor | None] = [None] * n_layers
         self.key_keep: Tensor | None = None  # (B, t) bool: which cached target tokens are not padding
+        self.key_pos: Tensor | None = None  # (B, t) long: positions of the cached target tokens (Chapter 9)
 
     @property
     def length(self) -> int:
@@ -151,25 +296,30 @@ class KVCache:
 
 
 def cached_self_attention(
-    mha: MultiHeadAttention, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int
+    mha: MultiHeadAttention, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int,
+    rel: AttentionPositions | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Self-attention of the new tokens x (B, T_new, d_model) over the cached ones and themselves. Chapter 5.
 
     Without a cache it is plain self-attention. With one, the keys and values of x are
     appended to ``cache.self_k[layer]`` / ``cache.self_v[layer]`` and the queries of x attend
     to all t + T_new of them (``mask`` must then broadcast to (B, h, T_new, t + T_new)).
+    ``rel`` (Chapter 9): RoPE rotates the new queries and keys by the new tokens' positions
+    rel.q_pos before they are cached; ALiBi / T5 add their bias over all rel.k_pos.
     """
     if cache is None:
-        return mha(x, mask=mask, need_weights=need_weights)
+        return attend(mha, x, x, mask, need_weights, rel)
     q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
     k = mha.split_heads(mha.W_K(x))  # (B, h, T_new, d_k)
     v = mha.split_heads(mha.W_V(x))  # (B, h, T_new, d_k)
+    if rel is not None:  # RoPE: the new queries and keys sit at the new tokens' positions
+        q, k = rel.rotate(q, rel.q_pos), rel.rotate(k, rel.q_pos)
     past_k, past_v = cache.self_k[layer], cache.self_v[layer]
     if past_k is not None and past_v is not None:
         k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
         v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
     cache.self_k[layer], cache.self_v[layer] = k, v
-    return mha.attend_heads(q, k, v, mask, need_weights)
+    return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
 
 
 class DecoderBlock(nn.Module):
@@ -185,24 +335,29 @@ class DecoderBlock(nn.Module):
         self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _self_attention(
-        self, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int
+        self, x: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int,
+        rel: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        return cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer)
+        return cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
 
     def _cross_attention(
-        self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int
+        self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool, cache: KVCache | None, layer: int,
+        rel: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         # Q from the decoder stream x, K and V from the encoder output (memory)
         if cache is None:
-            return self.cross_attn(x, memory, memory, mask=mask, need_weights=need_weights)
+            return attend(self.cross_attn, x, memory, mask, need_weights, rel)
         mha = self.cross_attn
         if cache.cross_k[layer] is None or cache.cross_v[layer] is None:
-            cache.cross_k[layer] = mha.split_heads(mha.W_K(memory))  # (B, h, T_src, d_k), once
+            k_mem = mha.split_heads(mha.W_K(memory))  # (B, h, T_src, d_k), once
+            cache.cross_k[layer] = k_mem if rel is None else rel.rotate(k_mem, rel.k_pos)
             cache.cross_v[layer] = mha.split_heads(mha.W_V(memory))  # (B, h, T_src, d_k), once
         q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
+        if rel is not None:
+            q = rel.rotate(q, rel.q_pos)
         k, v = cache.cross_k[layer], cache.cross_v[layer]
         assert k is not None and v is not None
-        return mha.attend_heads(q, k, v, mask, need_weights)
+        return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
 
     def forward(
         self,
@@ -213,22 +368,27 @@ class DecoderBlock(nn.Module):
         need_weights: bool = False,
         cache: KVCache | None = None,
         layer: int = 0,
+        rel_self: AttentionPositions | None = None,
+        rel_cross: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """x: (B, T_tgt, d_model), memory: (B, T_src, d_model) -> (x, self weights, cross weights)."""
+        """x: (B, T_tgt, d_model), memory: (B, T_src, d_model) -> (x, self weights, cross weights).
+
+        ``rel_self``, ``rel_cross``: positions for RoPE / ALiBi / T5 (Chapter 9); None for the paper's model.
+        """
         check_float_tensor("x", x, 3, "(B, T_tgt, d_model)")
         check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
         if memory.shape[0] != x.shape[0]:
             raise ValueError(f"memory must have the batch size B={x.shape[0]} of x, got shape {tuple(memory.shape)}")
         if self.norm_first:  # pre-LN
-            a, w_self = self._self_attention(self.norm1(x), tgt_mask, need_weights, cache, layer)
+            a, w_self = self._self_attention(self.norm1(x), tgt_mask, need_weights, cache, layer, rel_self)
             x = x + self.dropout1(a)
-            c, w_cross = self._cross_attention(self.norm2(x), memory, src_mask, need_weights, cache, layer)
+            c, w_cross = self._cross_attention(self.norm2(x), memory, src_mask, need_weights, cache, layer, rel_cross)
             x = x + self.dropout2(c)
             x = x + self.dropout3(self.ffn(self.norm3(x)))
         else:  # post-LN, as in the paper
-            a, w_self = self._self_attention(x, tgt_mask, need_weights, cache, layer)
+            a, w_self = self._self_attention(x, tgt_mask, need_weights, cache, layer, rel_self)
             x = self.norm1(x + self.dropout1(a))
-            c, w_cross = self._cross_attention(x, memory, src_mask, need_weights, cache, layer)
+            c, w_cross = self._cross_attention(x, memory, src_mask, need_weights, cache, layer, rel_cross)
             x = self.norm2(x + self.dropout2(c))
             x = self.norm3(x + self.dropout3(self.ffn(x)))
         return x, w_self, w_cross
@@ -244,7 +404,7 @@ class Transformer(nn.Module):
         self.config = c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = self.src_embed if c.tie_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
-        self.pe = SinusoidalPositionalEncoding(c.d_model, c.max_len)
+        self.positional_scheme = PositionalScheme(c)  # sinusoidal by default (Chapter 9 switches it)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder_layers = nn.ModuleList(
             EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_encoder_layers)
@@ -269,6 +429,11 @@ class Transformer(nn.Module):
         for emb in {id(self.src_embed): self.src_embed, id(self.tgt_embed): self.tgt_embed}.values():
             nn.init.normal_(emb.weight, mean=0.0, std=self.config.d_model**-0.5)
 
+    @property
+    def pe(self) -> nn.Module | None:
+        """The absolute positional table added to the embeddings (sinusoidal or learned), else None. Chapter 5."""
+        return self.positional_scheme.table
+
     # -- helpers -----------------------------------------------------------------------------
     def _check_tokens(self, name: str, tokens: Tensor, vocab_size: int, offset: int = 0) -> None:
         check_rank(name, tokens, 2, "(B, T) of token ids")
@@ -291,15 +456,51 @@ class Transformer(nn.Module):
         check_bool_mask(name, mask)
         check_broadcast(name, mask.shape, target, what)
 
-    def _embed(self, tokens: Tensor, embedding: nn.Embedding, offset: int = 0) -> Tensor:
+    def _embed(self, tokens: Tensor, embedding: nn.Embedding, positions: Tensor) -> Tensor:
         x = embedding(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
-        return self.dropout(self.pe(x, offset=offset))  # + PE[offset : offset + T], then dropout
+        return self.dropout(self.positional_scheme.embed(x, positions))  # + PE[positions] (if additive), dropout
+
+    def positions(self, src_keep: Tensor, T_tgt: int, offset: int = 0) -> tuple[Tensor, Tensor]:
+        """Integer positions of the source tokens (B, T_src) and of target tokens offset.. (B, T_tgt). Chapter 9.
+
+        ``src_keep`` (B, T_src) marks real source tokens (padding on the right). Source token j is
+        at j, or at L-1-j with ``source_positions="end"`` (L real tokens: the last one is at 0,
+        so output step t and the source token it copies in reversal share position t). In
+        training with ``random_positions=N``, every example maps positions 0, 1, 2, ... to a
+        sorted random subset of 0..N-1, the same map for source and target (Ruoss et al., 2023);
+        with ``random_fraction`` < 1 only that share of the examples does, the others keep 0, 1, 2, ...
+        """
+        c = self.config
+        B, T_src = src_keep.shape
+        device = src_keep.device
+        src_pos = torch.arange(T_src, device=device).expand(B, T_src)  # (B, T_src)
+        if c.source_positions == "end":
+            lengths = src_keep.long().sum(1, keepdim=True)  # (B, 1)
+            src_pos = (lengths - 1 - src_pos).clamp(min=0)  # padding also gets 0; it is masked anyway
+        tgt_pos = torch.arange(offset, offset + T_tgt, device=device).expand(B, T_tgt)  # (B, T_tgt)
+        if self.training and c.random_positions > 0:
+            n = max(T_src, offset + T_tgt)
+            if n > c.random_positions:
+                raise ValueError(
+                    f"sequences of {n} positions do not fit random_positions={c.random_positions}; "
+                    "build the model with a larger random_positions"
+                )
+            table = random_positions(B, n, c.random_positions).to(device)  # (B, n), sorted per row
+            if c.random_fraction < 1:  # some examples keep the plain positions they will have at evaluation
+                plain = torch.rand(B, 1, device=device) >= c.random_fraction  # (B, 1)
+                table = torch.where(plain, torch.arange(n, device=device).expand(B, n), table)
+            src_pos, tgt_pos = table.gather(1, src_pos), table.gather(1, tgt_pos)
+        return src_pos, tgt_pos
 
     # -- the three entry points ----------------------------------------------------------------
     def encode(
-        self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False
+        self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False,
+        positions: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
-        """src (B, T_src) -> memory (B, T_src, d_model) [, encoder self-attention weights per layer]. Chapter 5."""
+        """src (B, T_src) -> memory (B, T_src, d_model) [, encoder self-attention weights per layer]. Chapter 5.
+
+        ``positions`` (B, T_src): the source positions (default: from :meth:`positions`, Chapter 9).
+        """
         self._check_tokens("src", src, self.config.src_vocab_size)
         check_bool("return_attention", return_attention)
         B, T = src.shape
@@ -307,10 +508,13 @@ class Transformer(nn.Module):
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
         h = self.config.n_heads
         self._check_mask("src_mask", src_mask, (B, h, T, T), "the encoder scores (B, h, T_src, T_src)")
-        x = self._embed(src, self.src_embed)
+        if positions is None:
+            positions = self.positions(src != self.config.pad_id, 1)[0]  # (B, T_src)
+        x = self._embed(src, self.src_embed, positions)
+        rel = self.positional_scheme.relation("encoder", positions, positions)
         weights: list[Tensor] = []
         for block in self.encoder_layers:
-            x, w = block(x, src_mask, need_weights=return_attention)
+            x, w = block(x, src_mask, need_weights=return_attention, rel=rel)
             if w is not None:
                 weights.append(w)  # (B, h, T_src, T_src)
         memory = self.encoder_norm(x)
@@ -324,12 +528,15 @@ class Transformer(nn.Module):
         tgt_mask: Tensor | None = None,
         cache: KVCache | None = None,
         return_attention: bool = False,
+        positions: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
         """tgt (B, T_tgt), memory (B, T_src, d_model) -> logits (B, T_tgt, V_tgt) [, {"self", "cross"}]. Chapter 5.
 
         src_mask: keep-mask over the memory (B, 1, 1, T_src), None = attend to all of it.
         With a KVCache, tgt holds only the new tokens: their positions continue from
         cache.length, the cache is extended, and the logits equal a full recompute.
+        ``positions``: (source (B, T_src), target (B, T_tgt)) positions (default: from
+        :meth:`positions`, with the real source tokens read off src_mask; Chapter 9).
         """
         c = self.config
         offset = 0
@@ -366,16 +573,26 @@ class Transformer(nn.Module):
         self._check_mask("tgt_mask", tgt_mask, (B, h, T, L), "the decoder self-attention scores (B, h, T_tgt, T_keys)")
         if src_mask is not None:
             self._check_mask("src_mask", src_mask, (B, h, T, T_src), "the cross-attention scores (B, h, T_tgt, T_src)")
-        x = self._embed(tgt, self.tgt_embed, offset)
+        if positions is None:
+            if src_mask is None:
+                src_keep = torch.ones(B, T_src, dtype=torch.bool, device=memory.device)
+            else:  # a source key counts as real when some query may attend to it
+                src_keep = src_mask.expand(B, -1, -1, T_src).flatten(1, 2).any(1)  # (B, T_src)
+            positions = self.positions(src_keep, T, offset)
+        src_pos, tgt_pos = positions
+        key_pos = tgt_pos if cache is None or cache.key_pos is None else torch.cat([cache.key_pos, tgt_pos], dim=1)
+        rel_self = self.positional_scheme.relation("decoder", tgt_pos, key_pos)
+        rel_cross = self.positional_scheme.relation("cross", tgt_pos, src_pos)
+        x = self._embed(tgt, self.tgt_embed, tgt_pos)
         self_w: list[Tensor] = []
         cross_w: list[Tensor] = []
         for layer, block in enumerate(self.decoder_layers):
-            x, ws, wc = block(x, memory, tgt_mask, src_mask, return_attention, cache, layer)
+            x, ws, wc = block(x, memory, tgt_mask, src_mask, return_attention, cache, layer, rel_self, rel_cross)
             if ws is not None and wc is not None:
                 self_w.append(ws)  # (B, h, T_tgt, T_tgt) or (B, h, T_new, t + T_new) with a cache
                 cross_w.append(wc)  # (B, h, T_tgt, T_src)
         if cache is not None:
-            cache.key_keep = all_keep
+            cache.key_keep, cache.key_pos = all_keep, key_pos
         logits = self.output_projection(self.decoder_norm(x))  # (B, T_tgt, V_tgt)
         return (logits, {"self": self_w, "cross": cross_w}) if return_attention else logits
 
@@ -395,12 +612,15 @@ class Transformer(nn.Module):
         self._check_tokens("src", src, self.config.src_vocab_size)
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
+        # one set of positions for both halves (they share one random draw in training, Chapter 9)
+        src_pos, tgt_pos = self.positions(src != self.config.pad_id, tgt.shape[1])
         if return_attention:
-            memory, enc_w = self.encode(src, src_mask, return_attention=True)
-            logits, dec_w = self.decode(tgt, memory, src_mask, tgt_mask, return_attention=True)
+            memory, enc_w = self.encode(src, src_mask, return_attention=True, positions=src_pos)
+            logits, dec_w = self.decode(tgt, memory, src_mask, tgt_mask, return_attention=True,
+                                        positions=(src_pos, tgt_pos))
             return logits, {"encoder": enc_w, "decoder_self": dec_w["self"], "cross": dec_w["cross"]}
-        memory = self.encode(src, src_mask)
-        return self.decode(tgt, memory, src_mask, tgt_mask)
+        memory = self.encode(src, src_mask, positions=src_pos)
+        return self.decode(tgt, memory, src_mask, tgt_mask, positions=(src_pos, tgt_pos))
 
     def new_cache(self) -> KVCache:
         """An empty KVCache with one slot per decoder layer, for incremental decoding. Chapter 5."""

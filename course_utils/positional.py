@@ -1,4 +1,6 @@
-"""Positional information: sinusoidal (the paper's), learned, RoPE and ALiBi. Chapter 2."""
+"""Positional information: sinusoidal (the paper's), learned, RoPE and ALiBi (Chapter 2); the same
+schemes at arbitrary per-token positions, a T5-style relative bias and randomized positions
+(Chapter 9)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .validate import check_float_tensor, check_int, check_number, check_positive_int
+from .validate import check_float_tensor, check_int, check_number, check_positive_int, check_rank
 
 
 def sinusoidal_encoding(T: int, d_model: int) -> Tensor:
@@ -52,6 +54,26 @@ class SinusoidalPositionalEncoding(nn.Module):
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
         return x + self.pe[offset : offset + T]  # (B, T, d_model) + (T, d_model)
+
+    def at(self, positions: Tensor) -> Tensor:
+        """Rows PE[positions]: (..., ) integer positions -> (..., d_model). Chapter 9."""
+        _check_positions("positions", positions, self.max_len)
+        return self.pe[positions]
+
+
+def _check_positions(name: str, positions: object, max_len: int | None = None) -> Tensor:
+    if not isinstance(positions, Tensor):
+        raise TypeError(f"{name} must be a tensor of integer positions, got {type(positions).__name__}")
+    if positions.dtype.is_floating_point or positions.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer positions, got dtype {positions.dtype}")
+    if positions.numel() and int(positions.min()) < 0:
+        raise ValueError(f"{name} must be >= 0, got min {int(positions.min())}")
+    if max_len is not None and positions.numel() and int(positions.max()) >= max_len:
+        raise ValueError(
+            f"{name} go up to {int(positions.max())}, beyond the table's max_len={max_len} "
+            f"(rows 0..{max_len - 1}); build it with a larger max_len"
+        )
+    return positions
 
 
 # ---------------------------------------------------------------- the linear-shift property
@@ -113,6 +135,11 @@ class LearnedPositionalEncoding(nn.Module):
             )
         positions = torch.arange(offset, offset + T, device=x.device)  # (T,)
         return x + self.table(positions)  # (B, T, d_model) + (T, d_model)
+
+    def at(self, positions: Tensor) -> Tensor:
+        """Rows table[positions]: (...,) integer positions -> (..., d_model). Chapter 9."""
+        _check_positions("positions", positions, self.max_len)
+        return self.table(positions)
 
 
 # ---------------------------------------------------------------- RoPE (rotary position embedding)
@@ -194,3 +221,120 @@ def alibi_bias(n_heads: int, T_q: int, T_k: int | None = None) -> Tensor:
     distance = (q_pos - k_pos).abs().float()  # (T_q, T_k)
     bias = -slopes.view(1, -1, 1, 1) * distance  # (1, h, 1, 1) * (T_q, T_k) -> (1, h, T_q, T_k)
     return bias + 0.0  # turns -0.0 on the diagonal into 0.0 for tidy printing
+
+
+# ================================================================ Chapter 9: positions per token
+# In Chapter 9 every token carries its own integer position (a (B, T) tensor), so that positions
+# can be counted from the end of the source or sampled at random (Ruoss et al., 2023).
+def apply_rope_at(x: Tensor, positions: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """RoPE on x (B, h, T, d_k) with one integer position per token, positions (B, T). Chapter 9.
+
+    Equals :func:`apply_rope` with ``offset`` when positions are offset .. offset + T - 1.
+    """
+    check_rank("x", x, 4, "(B, h, T, d_k)")
+    check_rank("positions", positions, 2, "(B, T)")
+    B, _, T, d_k = x.shape
+    if tuple(positions.shape) != (B, T):
+        raise ValueError(
+            f"positions must have shape (B, T) = {(B, T)} to match x {tuple(x.shape)}, got {tuple(positions.shape)}"
+        )
+    if cos.shape != sin.shape or cos.dim() != 2 or cos.shape[-1] != d_k // 2:
+        raise ValueError(
+            f"cos and sin must both have shape (max_len, d_k/2={d_k // 2}), "
+            f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
+    _check_positions("positions", positions, cos.shape[0])
+    c = cos[positions].unsqueeze(1).to(x.dtype)  # (B, T, d_k/2) -> (B, 1, T, d_k/2)
+    s = sin[positions].unsqueeze(1).to(x.dtype)  # (B, 1, T, d_k/2)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k/2) each
+    return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)  # (B, h, T, d_k)
+
+
+def relative_positions(q_pos: Tensor, k_pos: Tensor) -> Tensor:
+    """Offsets key - query, (B, T_q, T_k), from positions q_pos (B, T_q) and k_pos (B, T_k). Chapter 9."""
+    check_rank("q_pos", q_pos, 2, "(B, T_q)")
+    check_rank("k_pos", k_pos, 2, "(B, T_k)")
+    if q_pos.shape[0] != k_pos.shape[0]:
+        raise ValueError(
+            f"q_pos and k_pos must share the batch size, got {tuple(q_pos.shape)} and {tuple(k_pos.shape)}"
+        )
+    return k_pos.unsqueeze(1) - q_pos.unsqueeze(2)  # (B, 1, T_k) - (B, T_q, 1) -> (B, T_q, T_k)
+
+
+def alibi_bias_at(slopes: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+    """ALiBi bias (B, h, T_q, T_k) = ``-m_h * abs(k_pos - q_pos)`` for per-token positions. Chapter 9.
+
+    Equals :func:`alibi_bias` when the positions are 0 .. T_k - 1 (queries the last T_q).
+    """
+    check_rank("slopes", slopes, 1, "(h,)")
+    distance = relative_positions(q_pos, k_pos).abs().to(slopes.dtype)  # (B, T_q, T_k)
+    return -slopes.view(1, -1, 1, 1) * distance.unsqueeze(1) + 0.0  # (1, h, 1, 1) * (B, 1, T_q, T_k)
+
+
+def t5_bucket(relative: Tensor, bidirectional: bool = True, n_buckets: int = 32, max_distance: int = 128) -> Tensor:
+    """Bucket index of each offset key - query in T5's relative attention bias. Chapter 9.
+
+    Half the buckets (all of them when ``bidirectional`` is False, where only keys at or before
+    the query count) are exact offsets 0, 1, 2, ...; the rest cover larger distances on a log
+    scale up to ``max_distance``, beyond which every distance shares the last bucket
+    (Raffel et al., 2019). Bidirectional: keys after the query use the upper half of buckets.
+    """
+    if relative.dtype.is_floating_point or relative.dtype == torch.bool:
+        raise TypeError(f"relative must hold integer offsets, got dtype {relative.dtype}")
+    check_positive_int("n_buckets", n_buckets)
+    check_positive_int("max_distance", max_distance)
+    bucket = torch.zeros_like(relative)
+    if bidirectional:
+        if n_buckets % 2 != 0:
+            raise ValueError(f"n_buckets must be even for a bidirectional bias, got {n_buckets}")
+        n_buckets //= 2
+        bucket = bucket + (relative > 0).long() * n_buckets  # keys after the query: upper half
+        distance = relative.abs()
+    else:
+        distance = (-relative).clamp(min=0)  # only keys at or before the query
+    exact = n_buckets // 2
+    is_small = distance < exact
+    # log-spaced buckets exact .. n_buckets - 1 for distances exact .. max_distance
+    ratio = torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
+    large = exact + (ratio * (n_buckets - exact)).long()
+    large = large.clamp(max=n_buckets - 1)
+    return bucket + torch.where(is_small, distance, large)
+
+
+class T5RelativeBias(nn.Module):
+    """A learned scalar per (bucket of key - query offset, head), added to the attention scores. Chapter 9.
+
+    Raffel et al. (2019) share one such table across the layers of a stack; the score bias is
+    (B, h, T_q, T_k) and depends on positions only through their offsets.
+    """
+
+    def __init__(self, n_heads: int, bidirectional: bool = True, n_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        self.bidirectional, self.n_buckets, self.max_distance = bidirectional, n_buckets, max_distance
+        self.table = nn.Embedding(n_buckets, n_heads)
+        nn.init.zeros_(self.table.weight)  # starts as "no positional preference"
+
+    def forward(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        """Positions q_pos (B, T_q), k_pos (B, T_k) -> bias (B, h, T_q, T_k)."""
+        buckets = t5_bucket(relative_positions(q_pos, k_pos), self.bidirectional, self.n_buckets, self.max_distance)
+        return self.table(buckets).permute(0, 3, 1, 2)  # (B, T_q, T_k, h) -> (B, h, T_q, T_k)
+
+
+def random_positions(
+    batch_size: int, n: int, max_position: int, generator: torch.Generator | None = None
+) -> Tensor:
+    """(batch_size, n) positions per row: n distinct values from 0..max_position-1, sorted. Chapter 9.
+
+    The randomized positional encoding of Ruoss et al. (2023): during training a sequence of n
+    tokens gets an ordered random subset of a range longer than any test sequence, so every
+    position up to max_position is trained, while the order of the tokens is kept.
+    """
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("n", n)
+    check_positive_int("max_position", max_position)
+    if n > max_position:
+        raise ValueError(f"n must be <= max_position (distinct positions), got n={n} and max_position={max_position}")
+    scores = torch.rand(batch_size, max_position, generator=generator)  # (B, max_position)
+    chosen = scores.argsort(dim=-1)[:, :n]  # (B, n): a uniform random subset of size n
+    return chosen.sort(dim=-1).values  # kept in order

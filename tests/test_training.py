@@ -67,7 +67,7 @@ def test_train_bad_arguments():
 def test_on_step_hook_sees_every_step_restores_train_mode_and_can_stop():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding(5, 8), nn.Linear(8, 5))
-    x = torch.randint(0, 5, (4, 3), generator=torch.Generator().manual_seed(0))
+    x = torch.randint(0, 5, (4, 3), generator=torch.Generator().manual_seed(0))  # ids 0-4; pad_id 5 never occurs
     seen, modes = [], []
 
     def hook(step, m, history):

@@ -1,0 +1,89 @@
+"""Tests of course_utils.length_generalisation (Chapter 9): recipes, shipped checkpoints and results."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils.length_generalisation import (
+    CAUSAL_SCHEMES,
+    LOSER,
+    RESULTS_PATH,
+    SCHEMES,
+    STEPS,
+    WINNER,
+    WINNER_STEPS,
+    checkpoint_path,
+    length_curve,
+    load_results,
+    load_scheme_model,
+    scheme_recipe,
+)
+from course_utils.pretrained import FAST_RECIPE, checkpoint_recipe
+
+
+def test_every_scheme_shares_the_model_and_budget():
+    base = {k: v for k, v in FAST_RECIPE["model"].items()}
+    for name in SCHEMES:
+        recipe = scheme_recipe(name)
+        assert recipe["train"]["steps"] == STEPS and recipe["batch_size"] == FAST_RECIPE["batch_size"]
+        assert (recipe["min_len"], recipe["max_len"]) == (3, 10)
+        for key, value in base.items():  # only positional fields may differ from Chapter 6's model
+            if key not in ("positional", "max_len"):
+                assert recipe["model"][key] == value, (name, key)
+    short = scheme_recipe("rope", 1, 4, steps=20)
+    assert (short["train"]["steps"], short["train"]["warmup"], short["min_len"], short["max_len"]) == (20, 2, 1, 4)
+    with pytest.raises(ValueError, match="name must be one of"):
+        scheme_recipe("rotary")
+    with pytest.raises(ValueError, match="name must be one of"):
+        checkpoint_path("nope-causal")
+    assert set(CAUSAL_SCHEMES).isdisjoint(SCHEMES)
+
+
+def test_shipped_checkpoints_load_with_their_recipes():
+    for name in (WINNER, LOSER):
+        model = load_scheme_model(name)
+        assert not model.training
+        assert checkpoint_recipe(checkpoint_path(name))["scheme"] == name
+        for key, value in SCHEMES[name].items():
+            assert getattr(model.config, key) == value
+
+
+def test_winner_reverses_long_strings_and_loser_does_not():
+    strings = {n: s for n, s in ((12, "abcdefghijkl"), (20, "lengthgeneralisation"))}
+    winner, loser = load_scheme_model(WINNER), load_scheme_model(LOSER)
+    from course_utils.decoding import reverse_strings
+
+    assert reverse_strings(winner, list(strings.values())) == [s[::-1] for s in strings.values()]
+    assert reverse_strings(loser, ["lengthgeneralisation"]) != ["noitasilareneghtgnel"]
+    curve = length_curve(winner, [4, 16], n_per_length=20)
+    assert set(curve) == {"exact_match", "token_accuracy"} and curve["exact_match"]["16"] >= 90
+
+
+def test_results_asset_has_every_scheme_and_length():
+    results = load_results()
+    assert results["train_lengths"] == [3, 10]
+    assert set(SCHEMES) <= set(results["schemes"])
+    for r in results["schemes"].values():
+        assert list(r["exact_match"]) == [str(n) for n in range(3, 41)]
+        assert all(0 <= v <= 100 for v in r["exact_match"].values())
+        assert all(r["token_accuracy"][k] >= r["exact_match"][k] - 1e-9 for k in r["exact_match"])
+    win = results["schemes"][WINNER]["exact_match"]
+    assert min(win[str(n)] for n in range(11, 21)) >= 95  # at the experiment's budget
+    assert max(results["schemes"][LOSER]["exact_match"][str(n)] for n in range(12, 41)) <= 5
+    assert "variant_40_5" in results
+    with pytest.raises(FileNotFoundError, match="benchmarks/length_generalisation.py"):
+        load_results(RESULTS_PATH.with_name("missing.json"))
+
+
+def test_shipped_winner_curve():
+    recipe = checkpoint_recipe(checkpoint_path(WINNER))
+    curve = recipe["curve"]["exact_match"]
+    assert recipe["train"]["steps"] == WINNER_STEPS
+    assert min(curve[str(n)] for n in range(3, 11)) >= 98 and min(curve[str(n)] for n in range(11, 41)) >= 95
+
+
+def test_random_positions_only_in_training():
+    model = load_scheme_model(WINNER)
+    keep = torch.ones(1, 5, dtype=torch.bool)
+    assert model.positions(keep, 6)[1].tolist() == [list(range(6))]
