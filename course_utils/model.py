@@ -37,6 +37,9 @@ class TransformerConfig:
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN (LayerNorm inside the residual branch)
     tie_embeddings: bool = False  # one shared embedding for source, target and output projection (equal vocab sizes)
     pad_id: int = 0  # token id of padding; masks are derived from it when none are given
+    # kernels (the same function either way, different speed; Chapter 6 measures them):
+    fused_layer_norm: bool = False  # True: LayerNorm through F.layer_norm instead of the from-scratch formula
+    sdpa_attention: bool = True  # False: explicit attention maths instead of F.scaled_dot_product_attention
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
@@ -79,12 +82,15 @@ class PositionwiseFeedForward(nn.Module):
 class EncoderBlock(nn.Module):
     """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
+        fused_layer_norm: bool = False, sdpa_attention: bool = True,
+    ):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.norm1, self.norm2 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(2))
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(
@@ -130,13 +136,16 @@ class KVCache:
 class DecoderBlock(nn.Module):
     """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
+        fused_layer_norm: bool = False, sdpa_attention: bool = True,
+    ):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+        self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _self_attention(
@@ -208,15 +217,19 @@ class Transformer(nn.Module):
         self.tgt_embed = self.src_embed if c.tie_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
         self.pe = SinusoidalPositionalEncoding(c.d_model, c.max_len)
         self.dropout = nn.Dropout(c.dropout)
+        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention}
         self.encoder_layers = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_encoder_layers)
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels)
+            for _ in range(c.n_encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_decoder_layers)
+            DecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels)
+            for _ in range(c.n_decoder_layers)
         )
         # pre-LN stacks end with a LayerNorm (the residual stream is never normalised otherwise)
-        self.encoder_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
-        self.decoder_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        final_norm = (lambda: LayerNorm(c.d_model, fused=c.fused_layer_norm)) if c.norm_first else nn.Identity
+        self.encoder_norm: nn.Module = final_norm()
+        self.decoder_norm: nn.Module = final_norm()
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size)  # d_model -> V_tgt logits
         self._reset_parameters()
         if c.tie_embeddings:
