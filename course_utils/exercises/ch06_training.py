@@ -150,7 +150,6 @@ def check_train_step(fn: Callable[..., float]) -> None:
     version's instead, the hint names that mistake. The returned loss must be the batch's loss.
     """
     want_params, want_losses = _trajectory(None)
-    wrong = {hint: _trajectory(name)[0] for name, hint in _STEP_MISTAKES.items()}
     model, optimizer, scheduler = _step_setup()
     for i, strings in enumerate(_STEP_BATCHES):
         batch = make_batch(strings)
@@ -161,8 +160,8 @@ def check_train_step(fn: Callable[..., float]) -> None:
         if close(got, before, atol=0, rtol=0):
             raise CheckFailed(f"the parameters did not change {step}: call optimizer.step() after backward().")
         if not close(got, want_params[i]):
-            for hint, params in wrong.items():
-                if close(got, params[i]):
+            for name, hint in _STEP_MISTAKES.items():  # replay the usual mistakes only when needed
+                if close(got, _trajectory(name)[0][i]):
                     raise CheckFailed(f"the parameters {step} are not right. {hint}")
             expect_close(got, want_params[i], f"the parameters {step}")
         if isinstance(got_loss, Tensor):
@@ -182,7 +181,7 @@ def check_train_step(fn: Callable[..., float]) -> None:
 
 # ----- 6.3 the training loop ---------------------------------------------------------------------
 
-_LOOP_STEPS, _LOOP_LR, _LOOP_WARMUP, _LOOP_CLIP = 60, 1e-2, 6, 1.0
+_LOOP_STEPS, _LOOP_LR, _LOOP_WARMUP, _LOOP_CLIP = 40, 2e-2, 4, 1.0
 
 
 @checker("6.3", "the training loop")
@@ -200,7 +199,7 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
 
     def batch_fn(step: object) -> tuple[Tensor, Tensor, Tensor]:
         batch_steps.append(step)
-        return random_batch(32, 3, 5, gen)
+        return random_batch(16, 3, 4, gen)
 
     def train_step(
         model_: nn.Module, optimizer: object, scheduler: object, batch: Sequence[Tensor], clip: float
@@ -245,7 +244,8 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
         if math.isclose(max(lrs), _LOOP_LR * _LOOP_LR, rel_tol=1e-6):
             raise CheckFailed("the peak learning rate is lr squared: the scheduler multiplies the optimizer's lr, "
                               "so give the optimizer lr and the scheduler only warmup and steps.")
-        if lrs[1] > want_lrs[1] * 1.5:
+        doubled = [warmup_cosine_lr(2 * s - 1, _LOOP_LR, _LOOP_WARMUP, _LOOP_STEPS) for s in range(1, 6)]
+        if all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(lrs[:5], doubled, strict=True)):
             raise CheckFailed("the learning rate moved two schedule steps per training step: train_step already "
                               "calls scheduler.step(), so the loop must not call it again.")
         raise CheckFailed(
@@ -266,9 +266,9 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
         if not isinstance(loss, (int, float)):
             raise CheckFailed(f"each loss should be a float, got {type(loss).__name__}.")
     first, last = sum(losses[:5]) / 5, sum(losses[-10:]) / 10
-    if not last < 0.8 * first:
+    if not last < 0.85 * first:
         raise CheckFailed(f"the loss did not fall: mean of the first 5 steps {first:.3f}, of the last 10 {last:.3f}.")
-    return f"The loss fell from {first:.2f} to {last:.2f} in {_LOOP_STEPS} steps."
+    return f"The loss fell by more than 15 % in {_LOOP_STEPS} steps."
 
 
 # ----- 6.4 greedy decoding, 6.5 with a KV cache ----------------------------------------------------
