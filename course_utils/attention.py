@@ -117,7 +117,9 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
             weights_out: Tensor | None = weights if need_weights else None
             if self.training and self.dropout.p > 0:
-                out = self.dropout(weights) @ v  # dropout on the weights, as in the paper
+                # dropout on the attention weights: not in the paper (section 5.4 drops sub-layer outputs and
+                # embeddings + positions); it comes from later implementations such as the Annotated Transformer
+                out = self.dropout(weights) @ v
         else:
             if mask is not None:
                 check_bool_mask("mask", mask)

@@ -32,7 +32,9 @@ class TransformerConfig:
     d_ff: int = 128  # hidden width of the position-wise FFN (paper: 4 * d_model = 2048)
     n_encoder_layers: int = 2  # encoder blocks N (paper: 6)
     n_decoder_layers: int = 2  # decoder blocks N (paper: 6)
-    dropout: float = 0.1  # on sub-layer outputs, embeddings+PE, attention weights, FFN hidden (paper: 0.1)
+    # paper (section 5.4): 0.1 on every sub-layer output and on embeddings + PE; this model also drops
+    # attention weights and the FFN hidden layer, as later implementations do (not in the paper)
+    dropout: float = 0.1
     max_len: int = 256  # longest sequence the positional table covers
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN (LayerNorm inside the residual branch)
     tie_embeddings: bool = False  # one shared embedding for source, target and output projection (equal vocab sizes)
@@ -66,7 +68,11 @@ class TransformerConfig:
 
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = W_2 dropout(ReLU(W_1 x + b_1)) + b_2, applied to every position alike. Chapter 5."""
+    """FFN(x) = W_2 dropout(ReLU(W_1 x + b_1)) + b_2, applied to every position alike. Chapter 5.
+
+    The paper's FFN has no dropout inside (section 3.3); the hidden-layer dropout here follows later
+    implementations and is off with dropout=0.
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
