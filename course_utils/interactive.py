@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from PIL import Image
 
 _SCRIPT = """<script>
 (function () {
@@ -44,12 +45,31 @@ _SCRIPT = """<script>
 </script>"""
 
 
-def figure_to_png(fig: Figure, dpi: int = 80) -> bytes:
-    """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter."""
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
+    """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter.
+
+    The picture is stored with a palette of at most 256 colours (8 bits per pixel), which keeps
+    heatmaps and line plots sharp at a fraction of the size of a full-colour PNG. With
+    ``tight=False`` the picture is exactly the figure's size (width x dpi pixels), whatever
+    text it holds.
+    """
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight" if tight else None, metadata={"Software": None})
     plt.close(fig)
-    return buffer.getvalue()
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels of PNG bytes, read from the image header."""
+    if not png.startswith(PNG_SIGNATURE):
+        raise ValueError("png must be the bytes of a PNG image")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 class FrameExplorer:
@@ -99,9 +119,14 @@ class FrameExplorer:
             data = base64.b64encode(self.frames[key]).decode("ascii")
             k = "-".join(str(i) for i in key)
             hidden = "" if all(i == 0 for i in key) else "display:none;"
+            # frames are rendered at twice the resolution they are shown at: sharp on 2x screens
+            png = self.frames[key]
+            width = f' width="{png_size(png)[0] // 2}"' if png.startswith(PNG_SIGNATURE) else ""
+            setting = ", ".join(f"{name} = {values[i]}" for (name, values), i in zip(self.controls, key, strict=True))
+            alt = f"{self.caption or self.uid} ({setting})"
             images.append(
-                f'<img data-key="{k}" alt="{html.escape(self.caption or self.uid)} frame {k}" '
-                f'style="{hidden}max-width:100%" src="data:image/png;base64,{data}">'
+                f'<img data-key="{k}" alt="{html.escape(alt)}"{width} '
+                f'style="{hidden}max-width:100%;height:auto" src="data:image/png;base64,{data}">'
             )
         caption = f'<p style="margin:4px 0"><em>{html.escape(self.caption)}</em></p>' if self.caption else ""
         return (
@@ -120,12 +145,13 @@ def explore(
     controls: Sequence[tuple[str, Sequence[object]]],
     draw: Callable[..., Figure],
     caption: str = "",
-    dpi: int = 80,
+    dpi: int = 100,
 ) -> FrameExplorer:
     """Render ``draw(*values)`` for every combination of control values into a FrameExplorer. Chapter 1.
 
     ``controls`` is a list of (name, values); ``draw`` takes one value per control and returns
-    a matplotlib Figure. Keep the number of combinations small: every frame is stored.
+    a matplotlib Figure. Keep the number of combinations small: every frame is stored. Each
+    frame is shown at ``dpi`` pixels per inch of the figure and stored at twice that.
     """
     frames: dict[tuple[int, ...], bytes] = {}
     for key in itertools.product(*(range(len(values)) for _, values in controls)):
@@ -133,5 +159,8 @@ def explore(
         fig = draw(*args)
         if not isinstance(fig, Figure):
             raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
-        frames[key] = figure_to_png(fig, dpi=dpi)
+        fig.tight_layout()
+        # the full figure, not a box cropped around its text: every frame has the same size
+        # and the stored HTML (which gives the width) does not depend on the numbers drawn
+        frames[key] = figure_to_png(fig, dpi=2 * dpi, tight=False)
     return FrameExplorer(uid, [(name, [str(v) for v in values]) for name, values in controls], frames, caption)

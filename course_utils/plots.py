@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from PIL import Image
 from torch import Tensor
 
 
@@ -68,20 +70,26 @@ def attention_grid(
     row_titles: Sequence[str] | None = None,
     col_titles: Sequence[str] | None = None,
     suptitle: str | None = None,
-    cell_size: float = 2.2,
+    cell_size: float | None = None,
 ) -> Figure:
-    """Draw a (rows, cols, T_q, T_k) stack of attention matrices as a grid, e.g. layers x heads. Chapter 7."""
+    """Draw a (rows, cols, T_q, T_k) stack of attention matrices as a grid, e.g. layers x heads. Chapter 7.
+
+    ``cell_size`` is the side of one panel in inches; by default the grid fills the book's
+    6.8-inch text column (panels of at most 2.2 inches).
+    """
     w = _as_array(weights, "weights")
     if w.ndim != 4:
         raise ValueError(f"weights must be 4-D (rows, cols, T_q, T_k), got shape {w.shape}")
     rows, cols = w.shape[:2]
+    if cell_size is None:
+        cell_size = min(2.2, (6.8 - 0.5) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(cell_size * cols + 0.5, cell_size * rows + 0.6), squeeze=False)
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
             ax.imshow(w[r, c], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-            ax.set_xticks(range(w.shape[3]), list(keys) if keys is not None else [], fontsize=7)
-            ax.set_yticks(range(w.shape[2]), list(queries) if queries is not None else [], fontsize=7)
+            ax.set_xticks(range(w.shape[3]), list(keys) if keys is not None else [], fontsize=8)
+            ax.set_yticks(range(w.shape[2]), list(queries) if queries is not None else [], fontsize=8)
             if r == 0 and col_titles is not None:
                 ax.set_title(col_titles[c], fontsize=9)
             if c == 0 and row_titles is not None:
@@ -90,3 +98,58 @@ def attention_grid(
         fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+#: Matplotlib defaults for the book's text column (about 688 px wide at 100 dpi).
+BOOK_RC: dict[str, object] = {
+    "figure.dpi": 100,  # 1 inch = 100 CSS px on the page: a 6.8-inch figure fills the column
+    "figure.figsize": (6.4, 3.4),
+    "savefig.dpi": 200,  # explorer frames and files: sharp on 2x screens
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "figure.titlesize": 11,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def retina_png(fig: Figure) -> tuple[bytes, dict[str, int]] | None:
+    """A figure as a PNG at twice its resolution with a 256-colour palette, plus its display size.
+
+    Used as the notebook's PNG formatter by :func:`book_style`: sharp on 2x screens at about
+    the size of a plain full-colour PNG. Returns None for a figure with nothing drawn.
+    """
+    if not fig.axes and not fig.texts and not fig.images:
+        return None
+    buffer = io.BytesIO()
+    fig.canvas.print_figure(buffer, format="png", dpi=2 * fig.dpi, bbox_inches="tight",
+                            facecolor="white", metadata={"Software": None})
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG")
+    return out.getvalue(), {"width": image.width // 2, "height": image.height // 2}
+
+
+def book_style() -> None:
+    """Use the book's figure defaults: column-sized figures, readable text, sharp PNGs. Chapter 1.
+
+    Call it once at the top of a notebook (after importing pyplot). In IPython it also makes
+    figures display through :func:`retina_png`; outside IPython it only sets the defaults.
+    """
+    plt.rcParams.update(BOOK_RC)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing more to set
+        return
+    shell = get_ipython()
+    if shell is not None:
+        if "inline" in str(plt.rcParams["backend"]):
+            # loading the inline backend registers its own PNG formatter; load it first so
+            # that it does not replace ours at the first figure
+            import matplotlib_inline.backend_inline  # noqa: F401
+        formatter = shell.display_formatter.formatters["image/png"]
+        formatter.for_type(Figure, retina_png)

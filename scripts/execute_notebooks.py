@@ -13,7 +13,7 @@ import nbformat
 from nbclient import NotebookClient
 
 
-def execute(path: Path, timeout: int = 600) -> float:
+def execute(path: Path, timeout: int = 1800) -> float:
     """Run one notebook in place with its folder as working directory; return seconds taken."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()

@@ -39,18 +39,19 @@ def main() -> None:
     failed_steps = sys.argv[1:]
     rows = [
         ("unit tests", *junit_counts("unit")),
-        ("nbval notebook cells", *junit_counts("nbval")),
+        ("nbval cells, pass 1", *junit_counts("nbval")),
+        ("nbval cells, pass 2 (portable)", *junit_counts("nbval_portable")),
         ("pages checked in the browser", *junit_counts("browser")),
     ]
     print("\n================ make test summary ================")
     total_passed = total_failed = 0
     for label, passed, failed, skipped in rows:
         extra = f", {skipped} skipped" if skipped else ""
-        print(f"{label:<30} {passed} passed, {failed} failed{extra}")
+        print(f"{label:<32} {passed} passed, {failed} failed{extra}")
         total_passed += passed
         total_failed += failed
-    print(f"{'book build warnings':<30} {build_warnings()}")
-    print(f"{'failed steps':<30} {', '.join(failed_steps) if failed_steps else 'none'}")
+    print(f"{'book build warnings':<32} {build_warnings()}")
+    print(f"{'failed steps':<32} {', '.join(failed_steps) if failed_steps else 'none'}")
     print("===================================================")
     print(f"{total_passed} passed, {total_failed + len(failed_steps)} failed")
     sys.exit(1 if failed_steps or total_failed else 0)

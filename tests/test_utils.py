@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.utils import error_bound, get_device, set_seed
+from course_utils.utils import agreement, get_device, max_error, set_seed
 
 
 def test_set_seed_makes_everything_repeatable() -> None:
@@ -39,12 +39,24 @@ def test_get_device() -> None:
             get_device("cuda")
 
 
-def test_error_bound_rounds_up_to_a_power_of_ten():
-    assert error_bound(3e-7) == "< 1e-6"
-    assert error_bound(1e-5) == "< 1e-4"  # strictly below the bound, also at an exact power of ten
-    assert error_bound(0.0) == "0 (identical)"
+def test_max_error_is_the_largest_absolute_difference() -> None:
+    a = torch.tensor([1.0, 2.0, 3.0])
+    assert max_error(a, a + torch.tensor([0.0, -0.02, 0.01])) == pytest.approx(0.02)
+    assert max_error(torch.tensor([-0.5, 0.001])) == 0.5
+    assert max_error(0.25, 0.0) == 0.25
+    assert max_error(torch.empty(0), torch.empty(0)) == 0.0
+    with pytest.raises(ValueError, match="same shape"):
+        max_error(torch.zeros(2), torch.zeros(3))
+    with pytest.raises(TypeError, match="got must be a number or a tensor, got str"):
+        max_error("1", 0.0)  # type: ignore[arg-type]
+
+
+def test_agreement_states_the_tolerance_not_the_measured_error() -> None:
     a = torch.tensor([1.0, 2.0])
-    assert error_bound(a, a + torch.tensor([0.0, -0.02])) == "< 1e-1"
-    assert error_bound(torch.tensor([-0.5, 0.001])) == "< 1e0"
-    with pytest.raises(ValueError, match="non-negative number"):
-        error_bound(-1.0)
+    # the text does not depend on the size of the (machine-dependent) error below the tolerance
+    assert agreement(a, a, 1e-5, "nn.LayerNorm") == "equals nn.LayerNorm within 1e-05"
+    assert agreement(a + 3e-7, a, 1e-5, "nn.LayerNorm") == "equals nn.LayerNorm within 1e-05"
+    with pytest.raises(AssertionError, match=r"differs from nn.LayerNorm by 0.001, more than the tolerance 1e-05"):
+        agreement(a + 1e-3, a, 1e-5, "nn.LayerNorm")
+    with pytest.raises(ValueError, match="tol must be a positive number"):
+        agreement(a, a, 0.0)

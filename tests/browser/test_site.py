@@ -66,6 +66,7 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
         if page.locator("div.math, span.math").count():
             # MathJax, served from the site itself, has typeset the page
             page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
+        check_no_tool_markers(page, path)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
             check_solutions_hidden(page)
         if page.locator(".cu-quiz").count():
@@ -83,8 +84,23 @@ def check_solutions_hidden(page) -> None:
         cell = cells.nth(i)
         code = cell.locator(".cell_input")
         assert not code.is_visible(), f"solution {i} is visible before a click"
-        cell.locator("summary").first.click()
+        toggle = cell.locator("summary").first
+        assert "Show solution" in toggle.inner_text(), f"solution {i}'s toggle says {toggle.inner_text()!r}"
+        toggle.click()
         code.wait_for(state="visible", timeout=5_000)
+        shown = code.inner_text()
+        assert "### BEGIN SOLUTION" not in shown and "### END SOLUTION" not in shown, \
+            f"solution {i} shows the student-copy markers"
+
+
+MARKERS = re.compile(r"NBVAL_IGNORE_OUTPUT|# noqa|### (BEGIN|END) SOLUTION")
+
+
+def check_no_tool_markers(page, path: str) -> None:
+    """No test or linter marker is shown in the code of any cell."""
+    code = page.evaluate("Array.from(document.querySelectorAll('.cell_input pre')).map(p => p.textContent)")
+    shown = [m.group(0) for text in code for m in [MARKERS.search(text)] if m]
+    assert shown == [], f"{path} shows tool markers in its code: {shown[:5]}"
 
 
 def check_quiz(page) -> None:
@@ -143,3 +159,127 @@ def test_page_shows_every_explorer_and_hidden_solution(browser, site_url: str, p
         assert page.locator(".cu-quiz").count() == 1, f"{path}: expected one quiz"
     finally:
         page.close()
+
+
+# --- The book as a reader sees it: navigation, widths, figures, no machine paths ----------
+
+PHONE, DESKTOP = 390, 1280
+
+
+def open_at(browser, url: str, width: int):
+    """A page opened in a fresh browser context whose viewport is ``width`` px wide."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    page = context.new_page()
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    return context, page
+
+
+def is_on_screen(page, selector: str) -> bool:
+    """Whether the element is visible and inside the viewport (a closed drawer sits off screen)."""
+    return page.evaluate(
+        """sel => { const e = document.querySelector(sel); if (!e) return false;
+                    const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+                    return s.visibility !== 'hidden' && s.display !== 'none' && r.width > 0
+                           && r.right > 0 && r.left < window.innerWidth; }""",
+        selector,
+    )
+
+
+@pytest.mark.parametrize(("toggle", "sidebar"), [("primary-toggle", ".bd-sidebar-primary"),
+                                                  ("secondary-toggle", ".bd-sidebar-secondary")])
+def test_header_buttons_open_the_sidebars_on_a_phone(browser, site_url: str, toggle: str, sidebar: str) -> None:
+    context, page = open_at(browser, f"{site_url}/chapters/01_attention.html", PHONE)
+    try:
+        buttons = page.locator(f"button.sidebar-toggle.{toggle}:visible")
+        assert buttons.count() == 1, f"expected one visible {toggle} button at {PHONE} px, found {buttons.count()}"
+        assert not is_on_screen(page, sidebar), f"{sidebar} is open before the button is pressed"
+        buttons.first.click()
+        page.wait_for_timeout(500)
+        assert is_on_screen(page, sidebar), f"the {toggle} button did not open {sidebar} at {PHONE} px"
+        if toggle == "primary-toggle":
+            assert page.locator(f"{sidebar} a[href*='02_positional_encoding']").first.is_visible(), \
+                "the opened sidebar does not list the chapters"
+    finally:
+        context.close()
+
+
+def test_menu_button_collapses_the_sidebar_on_a_desktop(browser, site_url: str) -> None:
+    context, page = open_at(browser, f"{site_url}/chapters/01_attention.html", DESKTOP)
+    try:
+        assert is_on_screen(page, ".bd-sidebar-primary"), "the chapter list is not shown at 1280 px"
+        assert page.locator("input.search-button__input, .search-button-field:visible").count() <= 1, \
+            "more than one search box is visible"
+        page.locator("button.sidebar-toggle.primary-toggle:visible").first.click()
+        page.wait_for_timeout(500)
+        assert not is_on_screen(page, ".bd-sidebar-primary"), "the menu button did not collapse the sidebar"
+    finally:
+        context.close()
+
+
+# Elements of the article that must fit the text column. On a phone, display maths (MathJax 3
+# does not break lines) and tables may scroll inside their own box; nothing else may need a
+# scroll bar, and nothing may stick out of the column.
+FIT_CHECK = """scrollable => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main');
+  const right = article.getBoundingClientRect().right;
+  const bad = [];
+  for (const el of article.querySelectorAll('pre, table, img, p, li, .cu-explorer, .cu-quiz, mjx-container, figure')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) continue;
+    if (scrollable && el.closest('table, mjx-container[display="true"]')) continue;
+    const hidden = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible';
+    if (r.right > right + 1 || hidden) {
+      bad.push(`${el.tagName.toLowerCase()} (${Math.round(r.right - right)} px past the column, `
+               + `${el.scrollWidth - el.clientWidth} px scrolled): `
+               + (el.innerText || el.getAttribute('alt') || '').slice(0, 50));
+    }
+  }
+  return {page: document.documentElement.scrollWidth, bad};
+}"""
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+@pytest.mark.parametrize("path", PAGES)
+def test_nothing_is_wider_than_the_column(browser, site_url: str, path: str, width: int) -> None:
+    context, page = open_at(browser, f"{site_url}/{path}", width)
+    try:
+        if page.locator("div.math, span.math").count():
+            page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
+        result = page.evaluate(FIT_CHECK, width == PHONE)
+        assert result["page"] <= width, f"{path} is {result['page']} px wide in a {width} px window"
+        bad = result["bad"]
+        assert bad == [], f"{path} at {width} px: {len(bad)} elements do not fit: {bad[:5]}"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_figure_has_alt_text_and_a_caption(browser, site_url: str, path: str) -> None:
+    page, _ = open_page(browser, f"{site_url}/{path}")
+    try:
+        images = page.evaluate(
+            """() => Array.from(document.querySelectorAll('.bd-article img')).map(i => ({
+                 alt: i.getAttribute('alt') || '', src: (i.getAttribute('src') || '').slice(0, 60),
+                 explorer: !!i.closest('.cu-explorer'),
+                 caption: ((i.closest('figure') || document.createElement('figure'))
+                           .querySelector('figcaption') || {}).innerText || ''}))"""
+        )
+        for img in images:
+            alt = img["alt"].strip()
+            assert len(alt) >= 15 and not re.search(r"\.(png|svg|jpe?g|gif)$|^[0-9a-f]{20,}", alt), \
+                f"{path}: image {img['src']} has no real alt text: {alt!r}"
+            if not img["explorer"] and "/_images/" in f"/{img['src']}" and path != "book/intro.html":
+                assert img["caption"].strip(), f"{path}: figure {img['src']} has no caption"
+    finally:
+        page.close()
+
+
+def test_no_page_shows_a_path_of_the_build_machine() -> None:
+    site = ROOT / "_build" / "html"
+    machine = [str(ROOT), str(Path.home()), "site-packages"]
+    leaks = []
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        leaks += [f"{page.relative_to(site)}: {m}" for m in machine if m in text]
+    assert leaks == [], f"built pages contain paths of the build machine: {leaks[:10]}"
