@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import torch
@@ -51,6 +52,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     fast = run(FAST_RECIPE, args.n_per_length)
     fast["torch_threads"] = torch.get_num_threads()
+    print(json.dumps({"fast": fast}), file=sys.stderr, flush=True)  # progress: the reference takes minutes
     if not args.reference:
         print(json.dumps(fast))
         return
