@@ -451,7 +451,7 @@ def cached_feeds_prefix(model, src, max_len):
 
 @pytest.mark.parametrize(("fn", "hint"), [
     (greedy_ok, "no cache was made"), (cached_new_cache_each_step, "new cache was made"),
-    (cached_feeds_prefix, "not right"),
+    (cached_feeds_prefix, "the reversal, then EOS"),
 ])
 def test_cached_checker_names_mistake(fn, hint):
     result = check_greedy_decode_cached(fn)
