@@ -9,7 +9,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX := .vendor/static/vendor/mathjax/tex-chtml.js
 NB ?= chapters/*.ipynb
 
-.PHONY: book test lab student execute setup vendor clean bench
+.PHONY: book test lab student reset solution execute setup vendor clean bench
 
 ## set-up: create the virtual environment if missing and install exactly requirements.txt
 setup: $(STAMP)
@@ -36,11 +36,23 @@ book: $(STAMP) $(MATHJAX)
 test: $(STAMP) $(MATHJAX)
 	bash scripts/test_all.sh
 
+## the student workspace: copies with the solutions blanked out (made if missing, never overwritten)
 lab: $(STAMP)
-	$(BIN)/jupyter lab chapters/
+	$(BIN)/python -m course_utils.student --workspace --out student
+	COURSE_EXPLORERS=live $(BIN)/jupyter lab student/
 
 student: $(STAMP)
 	$(BIN)/python -m course_utils.student chapters/*.ipynb --out student
+
+## a fresh student copy of one chapter, after asking: make reset NB=01
+reset: $(STAMP)
+	@test "$(NB)" != "chapters/*.ipynb" || { echo "say which chapter: make reset NB=01"; exit 2; }
+	$(BIN)/python -m course_utils.student --reset $(NB) --out student
+
+## the reference solution of one exercise, once you have tried it: make solution EX=1.2
+solution: $(STAMP)
+	@test -n "$(EX)" || { echo "say which exercise: make solution EX=1.2"; exit 2; }
+	@$(BIN)/python -m course_utils.student --solution $(EX)
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py $(NB)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .validate import check_positive_int, check_rank, check_tensor
+from .validate import check_int, check_positive_int, check_rank, check_tensor
 
 __all__ = [
     "alignment_score",
@@ -123,8 +123,7 @@ def offset_mass(weights: Tensor, reference: Tensor, max_offset: int) -> Tensor:
     """
     weights = _check_weights("weights", weights)
     reference = _check_reference("reference", reference, weights)
-    if isinstance(max_offset, bool) or not isinstance(max_offset, int) or max_offset < 0:
-        raise ValueError(f"max_offset must be an int >= 0, got {max_offset!r}")
+    max_offset = check_int("max_offset", max_offset, low=0)
     valid = reference >= 0  # (B, T_q)
     _check_rows(weights, valid, "weights")
     T_k = weights.shape[-1]

@@ -8,7 +8,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validate import check_bool_mask, check_broadcast, check_positive_int, check_rank
+from .validate import (
+    check_bool,
+    check_bool_mask,
+    check_broadcast,
+    check_float_tensor,
+    check_positive_int,
+    check_probability,
+    check_rank,
+)
 
 
 def scaled_dot_product_attention(
@@ -20,9 +28,18 @@ def scaled_dot_product_attention(
     (..., T_q, T_k) with True = attend. Returns (output (..., T_q, d_v), weights (..., T_q, T_k)).
     A query row whose keys are all masked gets zero weights and a zero output, never NaN.
     """
-    check_rank("q", q, range(2, 6), "(..., T_q, d_k)")
-    check_rank("k", k, range(2, 6), "(..., T_k, d_k)")
-    check_rank("v", v, range(2, 6), "(..., T_k, d_v)")
+    check_float_tensor("q", q, range(2, 6), "(..., T_q, d_k)")
+    check_float_tensor("k", k, range(2, 6), "(..., T_k, d_k)")
+    check_float_tensor("v", v, range(2, 6), "(..., T_k, d_v)")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"q, k and v must agree on their leading (batch, head) dimensions, got q {tuple(q.shape)}, "
+            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
+        ) from None
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share d_k (last dimension), got q {tuple(q.shape)} and k {tuple(k.shape)}"
@@ -55,6 +72,8 @@ class MultiHeadAttention(nn.Module):
         self.sdpa = bool(sdpa)
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
+        check_probability("dropout", dropout)
+        check_bool("bias", bias)
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}"
@@ -68,11 +87,19 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: Tensor) -> Tensor:
         """(B, T, d_model) -> (B, h, T, d_k). Chapter 1."""
+        check_rank("x", x, 3, "(B, T, d_model)")
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(B, h, T, d_k) -> (B, T, d_model). Chapter 1."""
+        check_rank("x", x, 4, "(B, h, T, d_k)")
+        if (x.shape[1], x.shape[3]) != (self.n_heads, self.d_k):
+            raise ValueError(
+                f"x must have shape (B, h={self.n_heads}, T, d_k={self.d_k}), got {tuple(x.shape)}"
+            )
         B, _, T, _ = x.shape
         return x.transpose(1, 2).reshape(B, T, self.d_model)  # (B, T, h * d_k)
 
@@ -92,12 +119,28 @@ class MultiHeadAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
+        check_bool("need_weights", need_weights)
         for name, x in (("query", query), ("key", key), ("value", value)):
-            check_rank(name, x, 3, "(B, T, d_model)")
+            check_float_tensor(name, x, 3, "(B, T, d_model)")
             if x.shape[-1] != self.d_model:
                 raise ValueError(
                     f"{name} must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
                 )
+        if not query.shape[0] == key.shape[0] == value.shape[0]:
+            raise ValueError(
+                f"query, key and value must have the same batch size B, got {query.shape[0]}, "
+                f"{key.shape[0]} and {value.shape[0]}"
+            )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same number of positions T_k, got key {tuple(key.shape)} "
+                f"and value {tuple(value.shape)}"
+            )
+        if not query.dtype == key.dtype == value.dtype == self.W_Q.weight.dtype:
+            raise TypeError(
+                f"query, key and value must have the module's dtype {self.W_Q.weight.dtype}, got "
+                f"{query.dtype}, {key.dtype} and {value.dtype}"
+            )
         # 1) project and split into heads
         q = self.split_heads(self.W_Q(query))  # (B, h, T_q, d_k)
         k = self.split_heads(self.W_K(key))  # (B, h, T_k, d_k)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from numbers import Integral
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from .validate import check_positive_int
+from .validate import check_positive_int, check_rank, check_str_list
 
 PAD_ID, SOS_ID, EOS_ID = 0, 1, 2
 LETTERS = string.ascii_lowercase
@@ -46,13 +48,17 @@ def encode(text: str) -> list[int]:
 
 def decode(ids: Sequence[int] | Tensor) -> str:
     """The string spelled by ``ids``: stops at the first EOS, skips PAD and SOS. Chapter 6."""
+    if isinstance(ids, np.ndarray):
+        ids = torch.from_numpy(ids)
+    if isinstance(ids, str) or not isinstance(ids, (Sequence, Tensor)):
+        raise TypeError(f"ids must be a 1-D tensor or a list of ints, got {type(ids).__name__}")
     if isinstance(ids, Tensor):
         if ids.dim() != 1:
             raise ValueError(f"ids must be a 1-D tensor or a list of ints, got shape {tuple(ids.shape)}")
         ids = ids.tolist()
     out = []
     for pos, i in enumerate(ids):
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < VOCAB_SIZE:
+        if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < VOCAB_SIZE:
             raise ValueError(f"ids[{pos}] must be an int token id in [0, {VOCAB_SIZE}), got {i!r}")
         if i == EOS_ID:
             break
@@ -74,6 +80,8 @@ def random_letter_ids(
     """Random strings as a padded id tensor (n, max_len) and their lengths (n,). Chapter 6."""
     check_positive_int("n", n)
     _check_lengths(min_len, max_len)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)  # (n,)
     ids = torch.randint(FIRST_LETTER_ID, VOCAB_SIZE, (n, max_len), generator=generator)  # (n, max_len)
     ids = ids.masked_fill(torch.arange(max_len) >= lengths[:, None], PAD_ID)
@@ -88,6 +96,25 @@ def random_strings(n: int, min_len: int, max_len: int, generator: torch.Generato
 
 def batch_from_ids(ids: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(src, tgt_in, tgt_out) for reversal from padded letter ids (B, T) and lengths (B,). Chapter 6."""
+    check_rank("ids", ids, 2, "(B, T) of letter ids")
+    check_rank("lengths", lengths, 1, "(B,)")
+    for name, t in (("ids", ids), ("lengths", lengths)):
+        if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor, got dtype {t.dtype}")
+    if lengths.shape[0] != ids.shape[0] or ids.shape[0] == 0:
+        raise ValueError(
+            f"lengths must have one entry per row of ids (B={ids.shape[0]} >= 1), got shape {tuple(lengths.shape)}"
+        )
+    if (lengths < 1).any() or (lengths > ids.shape[1]).any():
+        raise ValueError(
+            f"lengths must be in [1, T={ids.shape[1]}], got values from {int(lengths.min())} to {int(lengths.max())}"
+        )
+    first = ids[torch.arange(ids.shape[1]) < lengths[:, None]]  # the letters every string uses
+    if (first < FIRST_LETTER_ID).any() or (first >= VOCAB_SIZE).any():
+        raise ValueError(
+            f"ids must hold letter ids in [{FIRST_LETTER_ID}, {VOCAB_SIZE}) within each length, got values from "
+            f"{int(first.min())} to {int(first.max())}"
+        )
     B = ids.shape[0]
     T_src = int(lengths.max())
     src = ids[:, :T_src]  # (B, T_src), trim padding columns no string needs
@@ -105,9 +132,13 @@ def batch_from_ids(ids: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor
 
 def make_batch(strings: Sequence[str]) -> tuple[Tensor, Tensor, Tensor]:
     """Padded (src, tgt_in, tgt_out) tensors for reversing ``strings``. Chapter 6."""
-    if isinstance(strings, str) or not isinstance(strings, Sequence) or len(strings) == 0:
-        raise TypeError(f"strings must be a non-empty list of str, got {type(strings).__name__} {strings!r:.60}")
-    encoded = [encode(s) for s in strings]
+    strings = check_str_list("strings", strings)
+    encoded = []
+    for i, s in enumerate(strings):
+        try:
+            encoded.append(encode(s))
+        except ValueError as error:
+            raise ValueError(f"strings[{i}]: {error}") from None
     for i, e in enumerate(encoded):
         if not e:
             raise ValueError(f"strings[{i}] is empty; every string needs at least one letter")

@@ -15,15 +15,25 @@ from torch import Tensor, nn
 
 from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
 from .masks import padding_mask
-from .validate import check_positive_int, check_rank
+from .validate import check_bool, check_number, check_positive_int, check_str_list, check_tensor, check_token_ids
 
 
-def _check_inputs(model: nn.Module, src: Tensor, max_len: int) -> None:
+def _check_model(model: object) -> None:
     for attr in ("encode", "decode", "new_cache"):
         if not hasattr(model, attr):
             raise TypeError(f"model must be an encoder-decoder Transformer with .{attr}(), got {type(model).__name__}")
-    check_rank("src", src, 2, "(B, T_src) of token ids")
+
+
+def _check_inputs(model: nn.Module, src: Tensor, max_len: int) -> None:
+    _check_model(model)
+    config = getattr(model, "config", None)
+    check_token_ids("src", src, getattr(config, "src_vocab_size", None), "(B, T_src) of token ids")
     check_positive_int("max_len", max_len)
+
+
+def _model_max_len(model: nn.Module) -> int | None:
+    """The longest target the model's positional table covers (None when the model does not say)."""
+    return getattr(getattr(model, "config", None), "max_len", None)
 
 
 def _step_logits(model: nn.Module, ys: Tensor, memory: Tensor, src_mask: Tensor, cache: object | None) -> Tensor:
@@ -36,7 +46,14 @@ def _step_logits(model: nn.Module, ys: Tensor, memory: Tensor, src_mask: Tensor,
 def _autoregressive(
     model: nn.Module, src: Tensor, max_len: int, choose: Callable[[Tensor], Tensor], use_cache: bool
 ) -> Tensor:
-    """Generate from SOS, one token per step picked by ``choose(logits (B, V)) -> ids (B,)``."""
+    """Generate from SOS, one token per step picked by ``choose(logits (B, V)) -> ids (B,)``.
+
+    At most the model's max_len tokens come out: the decoder input (SOS + tokens so far) must
+    fit its positional table.
+    """
+    limit = _model_max_len(model)
+    if limit is not None:
+        max_len = min(max_len, limit)
     model.eval()
     src_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, T_src)
     memory = model.encode(src, src_mask)  # (B, T_src, d_model), computed once
@@ -60,10 +77,29 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool =
 
     With ``use_cache=True`` each step feeds only the newest token and reuses the keys and
     values of the earlier ones (KV cache); with False it recomputes the whole prefix. Both
-    give the same tokens.
+    give the same tokens. At most the model's own max_len tokens are generated.
     """
     _check_inputs(model, src, max_len)
+    check_bool("use_cache", use_cache)
     return _autoregressive(model, src, max_len, lambda logits: logits.argmax(dim=-1), use_cache)
+
+
+def sampling_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None = None) -> Tensor:
+    """softmax(logits / temperature) over the last dimension, keeping only the ``top_k`` largest. Chapter 6.
+
+    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; with ``top_k``
+    every token outside the k most likely gets probability 0 (ties at the k-th value are kept).
+    """
+    check_tensor("logits", logits)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    scaled = logits / temperature  # (..., V)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+        if top_k < scaled.shape[-1]:
+            kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest
+            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1)
 
 
 @torch.no_grad()
@@ -73,17 +109,21 @@ def sample_decode(
     max_len: int,
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
+    top_k: int | None = None,
 ) -> Tensor:
-    """Sample each next token from softmax(logits / temperature); ids (B, <= max_len). Chapter 6.
+    """Sample each next token from :func:`sampling_probs` of the logits; ids (B, <= max_len). Chapter 6.
 
-    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it.
+    temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; ``top_k``
+    samples among the k most likely tokens only.
     """
     _check_inputs(model, src, max_len)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    temperature = check_number("temperature", temperature, low=0.0, low_open=True)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    sampling_probs(torch.zeros(1), temperature, top_k)  # validate top_k before decoding
 
     def sample(logits: Tensor) -> Tensor:
-        probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
+        probs = sampling_probs(logits, temperature, top_k)  # (B, V)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
 
     return _autoregressive(model, src, max_len, sample, use_cache=True)
@@ -100,6 +140,7 @@ def beam_search(
     """
     _check_inputs(model, src, max_len)
     check_positive_int("beam_size", beam_size)
+    length_penalty = check_number("length_penalty", length_penalty, low=0.0)
     if src.shape[0] != 1:
         raise ValueError(
             f"beam_search decodes one source at a time: src must have shape (1, T_src), got {tuple(src.shape)}"
@@ -113,7 +154,8 @@ def beam_search(
     def final_score(ids: list[int], logp: float) -> float:
         return logp / (len(ids) ** length_penalty)
 
-    for _ in range(max_len):
+    limit = _model_max_len(model)
+    for _ in range(max_len if limit is None else min(max_len, limit)):
         k = len(alive)
         ys = torch.tensor([ids for ids, _ in alive], dtype=torch.long, device=src.device)  # (k, t)
         logits = model.decode(ys, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
@@ -143,27 +185,52 @@ def beam_search(
     return ranked[:beam_size]
 
 
-def _src_for(strings: Sequence[str]) -> Tensor:
+def _src_for(model: nn.Module, strings: Sequence[str], name: str = "strings") -> Tensor:
+    """Source ids (B, T_src) of ``strings``, checked against the model's max_len."""
+    limit = _model_max_len(model)
+    for i, s in enumerate(strings):
+        if limit is not None and len(s) > limit:
+            raise ValueError(
+                f"{name}[{i}] must have at most max_len={limit} letters (the model's positional table), "
+                f"got {len(s)}"
+            )
     return make_batch(list(strings))[0]  # (B, T_src)
 
 
 def reverse_strings(model: nn.Module, strings: Sequence[str], batch_size: int = 500, extra: int = 2) -> list[str]:
-    """The model's greedy (KV-cached) reversal of each string. Chapter 6."""
+    """The model's greedy (KV-cached) reversal of each string. Chapter 6.
+
+    Each string is decoded for up to its length + ``extra`` tokens (the reversal and its EOS
+    need length + 1), capped at the model's max_len.
+    """
+    _check_model(model)
+    strings = check_str_list("strings", strings, allow_empty=True)
     check_positive_int("batch_size", batch_size)
+    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 1:
+        raise ValueError(f"extra must be an int >= 1 (room for the EOS), got {extra!r}")
     out: list[str] = []
     for i in range(0, len(strings), batch_size):
-        chunk = list(strings[i : i + batch_size])
-        src = _src_for(chunk)
+        chunk = strings[i : i + batch_size]
+        src = _src_for(model, chunk)
         ids = greedy_decode(model, src, max_len=src.shape[1] + extra)
         out.extend(decode(row) for row in ids)
     return out
 
 
 def sample_reversals(
-    model: nn.Module, text: str, n: int = 5, temperature: float = 0.8, generator: torch.Generator | None = None
+    model: nn.Module,
+    text: str,
+    n: int = 5,
+    temperature: float = 0.8,
+    generator: torch.Generator | None = None,
+    top_k: int | None = None,
 ) -> list[str]:
-    """``n`` sampled reversals of ``text`` at the given temperature. Chapter 6."""
+    """``n`` sampled reversals of ``text`` at the given temperature (and top-k). Chapter 6."""
+    _check_model(model)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     check_positive_int("n", n)
-    src = _src_for([text]).expand(n, -1)  # (n, T_src): the same source n times
-    ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator)
+    src = _src_for(model, [text], "text").expand(n, -1)  # (n, T_src): the same source n times
+    ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator,
+                        top_k=top_k)
     return [decode(row) for row in ids]

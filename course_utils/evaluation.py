@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from .data import random_strings
-from .validate import check_positive_int
+from .validate import check_int, check_positive_int, check_str_list
 
 
 def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
@@ -33,8 +33,7 @@ def token_accuracy(predictions: Sequence[str], targets: Sequence[str]) -> float:
 
 def _check_pairs(predictions: Sequence[str], targets: Sequence[str]) -> None:
     for name, seq in (("predictions", predictions), ("targets", targets)):
-        if isinstance(seq, str) or not isinstance(seq, Sequence):
-            raise TypeError(f"{name} must be a list of str, got {type(seq).__name__}")
+        check_str_list(name, seq, allow_empty=True)
     if len(predictions) != len(targets) or not targets:
         raise ValueError(
             f"predictions and targets must be non-empty and equally long, got {len(predictions)} "
@@ -47,6 +46,7 @@ Predictor = Callable[[list[str]], list[str]]
 
 def as_predictor(model_or_fn: nn.Module | Predictor, batch_size: int = 500) -> Predictor:
     """A function list[str] -> list[str]: a model is wrapped with batched greedy decoding. Chapter 6."""
+    check_positive_int("batch_size", batch_size)
     if isinstance(model_or_fn, nn.Module):
         from .decoding import reverse_strings
 
@@ -73,6 +73,9 @@ def evaluate_by_length(
     same strings and training data (drawn from another generator) does not leak in.
     """
     check_positive_int("n_per_length", n_per_length)
+    check_int("seed", seed)
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
+        raise TypeError(f"lengths must be an iterable of ints (e.g. range(3, 16)), got {type(lengths).__name__}")
     predict = as_predictor(model)
     generator = torch.Generator().manual_seed(seed)
     results: dict[int, dict[str, float]] = {}
@@ -81,6 +84,11 @@ def evaluate_by_length(
         strings = random_strings(n_per_length, n, n, generator)
         targets = [s[::-1] for s in strings]
         predictions = predict(strings)
+        if isinstance(predictions, str) or not isinstance(predictions, Sequence) or len(predictions) != len(strings):
+            raise TypeError(
+                f"model must return one string per input string ({len(strings)}), got {type(predictions).__name__}"
+                + (f" of length {len(predictions)}" if isinstance(predictions, Sequence) else "")
+            )
         results[n] = {
             "exact_match": exact_match(predictions, targets),
             "token_accuracy": token_accuracy(predictions, targets),
@@ -90,6 +98,15 @@ def evaluate_by_length(
 
 def results_table(results: dict[int, dict[str, float]], train_range: tuple[int, int] | None = None) -> str:
     """A plain-text table of :func:`evaluate_by_length` results, in percent. Chapter 6."""
+    if not isinstance(results, dict) or not results:
+        raise TypeError(f"results must be the non-empty dict evaluate_by_length returns, got {type(results).__name__}")
+    for n, r in results.items():
+        if not isinstance(r, dict) or not {"exact_match", "token_accuracy"} <= set(r):
+            raise ValueError(
+                f"results[{n!r}] must be a dict with 'exact_match' and 'token_accuracy', got {r!r:.60}"
+            )
+    if train_range is not None and (not isinstance(train_range, (tuple, list)) or len(train_range) != 2):
+        raise TypeError(f"train_range must be a pair (shortest, longest) or None, got {train_range!r}")
     lines = [f"{'length':>6} {'exact match':>12} {'token acc.':>11}  "]
     for n, r in results.items():
         note = ""

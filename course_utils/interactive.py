@@ -1,9 +1,21 @@
-"""Interactive figures that work with no kernel: pre-rendered frames behind range sliders.
+"""Interactive figures: live ipywidgets controls in a running kernel, pre-rendered frames in the book.
 
-One explorer serves every chapter. Each combination of control values is rendered once to a
-PNG; the output is a self-contained HTML block (``<input type=range>`` controls, the frames as
-``<img>`` data URIs and a few lines of inline script), so the same output is a live control in
-Jupyter and in the static HTML book, and makes no request outside the page.
+One call, :func:`explore`, serves every chapter. It returns an :class:`Explorer` whose output
+holds two views of the same figure:
+
+- ``text/html`` (what the HTML book shows, and Jupyter when no kernel runs): each combination
+  of the controls' *book values* rendered once to a PNG, behind ``<input type=range>`` sliders
+  with a few lines of inline script. Self-contained: no request outside the page.
+- the ipywidgets view (``application/vnd.jupyter.widget-view+json``), added only when the
+  object is displayed in a running IPython kernel with ipywidgets: real controls (sliders, text
+  boxes) that call ``draw`` again on every change, for any value in their range, so a learner
+  can ask "what does it do with *my* input?". Jupyter prefers this view when it can render it.
+
+In a ``make lab`` session (``COURSE_EXPLORERS=live``) the frames are skipped: the learner gets
+the live view at once. Widget state is never stored: ``scripts/execute_notebooks.py`` drops the widget view from
+stored outputs (the HTML frames are the stored output) and writes no widget state, so
+notebooks stay small, nbval compares the ``text/html`` frames (PNG data masked by
+``tests/nbval_sanitize.cfg``) and the book needs no widget manager.
 """
 
 from __future__ import annotations
@@ -13,8 +25,11 @@ import html
 import io
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -48,6 +63,38 @@ _SCRIPT = """<script>
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+def _check_uid(uid: object) -> str:
+    if not isinstance(uid, str):
+        raise TypeError(f"uid must be a str, got {type(uid).__name__}")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
+        raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
+    return uid
+
+
+def _check_controls(controls: object) -> None:
+    if isinstance(controls, (str, dict)) or not isinstance(controls, Sequence):
+        raise TypeError(f"controls must be a list of (name, values) pairs, got {type(controls).__name__}")
+    if not controls:
+        raise ValueError("controls must name at least one control, got none")
+    for i, pair in enumerate(controls):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"controls must be a list of (name, values) pairs, got controls[{i}] = {pair!r:.40}")
+        name, values = pair
+        if not isinstance(name, str):
+            raise TypeError(f"controls[{i}] must start with a str name, got {type(name).__name__}")
+        if isinstance(values, str) or not isinstance(values, Sequence):
+            raise TypeError(f"control {name!r} must have a list of values, got {type(values).__name__}")
+        if len(values) == 0:
+            raise ValueError(f"control {name!r} must have at least one value, got none")
+
+
+def _check_figure_args(fig: object, dpi: object) -> None:
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
+        raise ValueError(f"dpi must be a positive int, got {dpi!r}")
+
+
 def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter.
 
@@ -56,6 +103,7 @@ def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     ``tight=False`` the picture is exactly the figure's size (width x dpi pixels), whatever
     text it holds.
     """
+    _check_figure_args(fig, dpi)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight" if tight else None, metadata={"Software": None})
     plt.close(fig)
@@ -82,13 +130,13 @@ class FrameExplorer:
         frames: dict[tuple[int, ...], bytes],
         caption: str = "",
     ):
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", uid):
-            raise ValueError(f"uid must be lowercase letters, digits and '-', got {uid!r}")
-        if not controls:
-            raise ValueError("controls must name at least one control, got none")
-        for name, values in controls:
-            if len(values) == 0:
-                raise ValueError(f"control {name!r} must have at least one value, got none")
+        _check_uid(uid)
+        _check_controls(controls)
+        if not isinstance(frames, dict) or not all(isinstance(v, bytes) for v in frames.values()):
+            raise TypeError("frames must map each tuple of control indices to PNG bytes, got "
+                            f"{type(frames).__name__}" + (" with non-bytes values" if isinstance(frames, dict) else ""))
+        if not isinstance(caption, str):
+            raise TypeError(f"caption must be a str, got {type(caption).__name__}")
         expected = set(itertools.product(*(range(len(values)) for _, values in controls)))
         if set(frames) != expected:
             missing = sorted(expected - set(frames))[:3]
@@ -140,27 +188,242 @@ class FrameExplorer:
         return f"Interactive figure {self.uid!r}: {len(self.frames)} frames; controls: {parts}"
 
 
+@dataclass(frozen=True)
+class Control:
+    """One control of an explorer: the values pre-rendered for the book and the live widget's range.
+
+    Build with :func:`choice`, :func:`int_slider`, :func:`float_slider` or :func:`text`.
+    ``book`` holds the values rendered as frames (the book's slider steps through them); with an
+    empty ``book`` the control exists only live and the frames use ``default``.
+    """
+
+    name: str
+    kind: str  # "choice", "int", "float" or "text"
+    book: tuple[Any, ...]
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}")
+    return name
+
+
+def choice(name: str, values: Sequence[object]) -> Control:
+    """A control over a fixed list of values (the same ones live and in the book). Chapter 1."""
+    values = tuple(values)
+    if not values:
+        raise ValueError(f"control {_check_name(name)!r} must have at least one value, got none")
+    return Control(_check_name(name), "choice", values, values[0])
+
+
+def _slider(kind: str, name: str, low: float, high: float, step: float, book: Sequence[float],
+            default: float | None) -> Control:
+    _check_name(name)
+    number = int if kind == "int" else (int, float)
+    for arg, value in (("low", low), ("high", high), ("step", step)):
+        if isinstance(value, bool) or not isinstance(value, number):
+            raise TypeError(f"{arg} of control {name!r} must be {'an int' if kind == 'int' else 'a number'}, "
+                            f"got {value!r}")
+    if not low < high or step <= 0:
+        raise ValueError(f"control {name!r} needs low < high and step > 0, got low={low}, high={high}, step={step}")
+    book = tuple(book)
+    default = book[0] if default is None and book else default
+    if default is None:
+        raise ValueError(f"control {name!r} needs book values or a default, got neither")
+    outside = [v for v in (*book, *([] if default in book else [default])) if not low <= v <= high]
+    if outside:
+        raise ValueError(f"values of control {name!r} must lie in [{low}, {high}], got {outside}")
+    return Control(name, kind, book, default, low, high, step)
+
+
+def int_slider(name: str, low: int, high: int, step: int = 1, book: Sequence[int] = (),
+               default: int | None = None) -> Control:
+    """An integer slider over [low, high] live; the ``book`` values as frames. Chapter 2."""
+    return _slider("int", name, low, high, step, book, default)
+
+
+def float_slider(name: str, low: float, high: float, step: float, book: Sequence[float] = (),
+                 default: float | None = None) -> Control:
+    """A float slider over [low, high] live; the ``book`` values as frames. Chapter 6."""
+    return _slider("float", name, low, high, step, book, default)
+
+
+def text(name: str, book: Sequence[str] = (), default: str | None = None) -> Control:
+    """A text box live (any string); the ``book`` strings as frames. Chapter 7."""
+    _check_name(name)
+    book = tuple(book)
+    default = book[0] if default is None and book else default
+    if not isinstance(default, str) or not all(isinstance(v, str) for v in book):
+        raise TypeError(f"control {name!r} needs str book values or a str default, got {book!r}, {default!r}")
+    return Control(name, "text", book, default)
+
+
+def _as_control(control: Control | tuple[str, Sequence[object]]) -> Control:
+    if isinstance(control, Control):
+        return control
+    if isinstance(control, (tuple, list)) and len(control) == 2:
+        return choice(*control)
+    raise TypeError(f"controls must hold Control objects or (name, values) pairs, got {control!r}")
+
+
+def live_kernel() -> bool:
+    """True inside a running IPython kernel where ipywidgets can be imported."""
+    try:
+        import ipywidgets  # noqa: F401
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _render(draw: Callable[..., Figure], values: Sequence[object], dpi: int) -> bytes:
+    fig = draw(*values)
+    if not isinstance(fig, Figure):
+        raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
+    fig.tight_layout()
+    # the full figure, not a box cropped around its text: every frame has the same size
+    # and the stored HTML (which gives the width) does not depend on the numbers drawn
+    return figure_to_png(fig, dpi=dpi, tight=False)
+
+
+class Explorer(FrameExplorer):
+    """Pre-rendered frames (text/html) plus, in a running kernel, live ipywidgets controls. Chapter 1."""
+
+    def __init__(self, uid: str, controls: Sequence[Control], draw: Callable[..., Figure],
+                 frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 100):
+        self.specs = list(controls)
+        book = [(c.name, [str(v) for v in c.book]) for c in self.specs if c.book]
+        if not book:  # every control is live-only: the book shows the defaults as one frame
+            book = [(self.specs[0].name, [str(self.specs[0].default)])]
+        self.live_only = frames is None  # made in a live-only session (COURSE_EXPLORERS=live): no frames
+        if self.live_only:
+            frames = {key: b"" for key in itertools.product(*(range(len(values)) for _, values in book))}
+        super().__init__(uid, book, frames, caption)
+        self.draw, self.dpi = draw, dpi
+        self._widget: Any = None
+        self._inputs: list[Any] = []
+
+    def values(self) -> dict[str, object]:
+        """The live controls' current values by name (the defaults before any widget exists)."""
+        if not self._inputs:
+            return {c.name: c.default for c in self.specs}
+        return {c.name: w.value for c, w in zip(self.specs, self._inputs, strict=True)}
+
+    def widget(self) -> Any:
+        """The live ipywidgets view (built on first use): one input per control, the figure, a status line."""
+        if self._widget is not None:
+            return self._widget
+        import ipywidgets as widgets
+
+        style = {"description_width": "initial"}
+        layout = widgets.Layout(width="28em")
+        for c in self.specs:
+            common = {"description": c.name, "style": style, "layout": layout, "continuous_update": False}
+            if c.kind == "choice":
+                options = [(str(v), v) for v in c.book]
+                w = widgets.SelectionSlider(options=options, value=c.default, **common)
+            elif c.kind == "int":
+                w = widgets.IntSlider(value=c.default, min=c.low, max=c.high, step=c.step, **common)
+            elif c.kind == "float":
+                w = widgets.FloatSlider(value=c.default, min=c.low, max=c.high, step=c.step, **common)
+            else:
+                w = widgets.Text(value=c.default, placeholder=f"type a {c.name}, then Enter", **common)
+            w.add_class("cu-live-control")
+            self._inputs.append(w)
+        self._image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self._image.add_class("cu-live-figure")
+        self._status = widgets.HTML(value="")
+        self._status.add_class("cu-live-status")
+        head = widgets.HTML(value=f"<em>{html.escape(self.caption)}</em> (live)" if self.caption else "(live)")
+        self._widget = widgets.VBox([head, *self._inputs, self._status, self._image])
+        self._widget.add_class("cu-live")
+        for w in self._inputs:
+            w.observe(lambda _change: self.refresh(), names="value")
+        self.refresh()
+        return self._widget
+
+    def refresh(self) -> None:
+        """Redraw the live figure for the current control values; show an error in the status line."""
+        values = list(self.values().values())
+        try:
+            png = _render(self.draw, values, 2 * self.dpi)
+        except Exception as error:  # shown to the learner instead of a traceback in the log
+            plt.close("all")
+            self._status.value = f'<span style="color:#b00020">{html.escape(type(error).__name__)}: ' \
+                                 f"{html.escape(str(error))}</span>"
+            return
+        self._status.value = ""
+        self._image.value = png
+        self._image.width = str(png_size(png)[0] // 2)  # stored at twice the shown resolution
+
+    def _repr_html_(self) -> str:
+        if self.live_only:
+            return (f'<div class="cu-explorer-live-only" id="{self.element_id}"><p><em>{html.escape(self.caption)}'
+                    "</em></p><p>A live figure: run this cell in Jupyter to use its controls.</p></div>")
+        return super()._repr_html_()
+
+    def __repr__(self) -> str:
+        if self.live_only:
+            return f"Live figure {self.uid!r}: controls " + ", ".join(c.name for c in self.specs)
+        return super().__repr__()
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
+        bundle: dict[str, object] = {"text/plain": repr(self), "text/html": self._repr_html_()}
+        if live_kernel():
+            view = self.widget()._repr_mimebundle_()
+            bundle["application/vnd.jupyter.widget-view+json"] = view["application/vnd.jupyter.widget-view+json"]
+        return bundle
+
+
 def explore(
     uid: str,
-    controls: Sequence[tuple[str, Sequence[object]]],
+    controls: Sequence[Control | tuple[str, Sequence[object]]],
     draw: Callable[..., Figure],
     caption: str = "",
     dpi: int = 100,
-) -> FrameExplorer:
-    """Render ``draw(*values)`` for every combination of control values into a FrameExplorer. Chapter 1.
+) -> Explorer:
+    """Render ``draw(*values)`` for every combination of book values; live controls in a kernel. Chapter 1.
 
-    ``controls`` is a list of (name, values); ``draw`` takes one value per control and returns
-    a matplotlib Figure. Keep the number of combinations small: every frame is stored. Each
-    frame is shown at ``dpi`` pixels per inch of the figure and stored at twice that.
+    ``controls`` lists :class:`Control` objects (:func:`choice`, :func:`int_slider`,
+    :func:`float_slider`, :func:`text`) or plain ``(name, values)`` pairs (a choice); ``draw``
+    takes one value per control, in that order, and returns a matplotlib Figure. Keep the number
+    of book combinations small: every frame is stored in the notebook. Each frame (and the live
+    picture) is shown at ``dpi`` pixels per inch of the figure and stored at twice that.
+
+    With the environment variable ``COURSE_EXPLORERS=live`` (set by ``make lab``) and a running
+    kernel, no frames are rendered: the output is the live view and a short note, which saves
+    the learner the wait. The book's frames come from ``make execute``, which never sets it.
     """
+    _check_uid(uid)
+    if isinstance(controls, (str, dict)) or not isinstance(controls, Sequence):
+        raise TypeError(f"controls must be a list of controls or (name, values) pairs, got {type(controls).__name__}")
+    pairs = [c for c in controls if not isinstance(c, Control)]
+    if pairs:
+        _check_controls(pairs)
+    if not callable(draw):
+        raise TypeError(f"draw must be a function returning a matplotlib Figure, got {type(draw).__name__}")
+    if not isinstance(caption, str):
+        raise TypeError(f"caption must be a str, got {type(caption).__name__}")
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or dpi <= 0:
+        raise ValueError(f"dpi must be a positive int, got {dpi!r}")
+    specs = [_as_control(c) for c in controls]
+    if not specs:
+        raise ValueError("controls must name at least one control, got none")
+    names = [c.name for c in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"control names must be unique, got {names}")
+    if os.environ.get("COURSE_EXPLORERS") == "live" and live_kernel():
+        return Explorer(uid, specs, draw, None, caption, dpi)  # `make lab`: the live view only, no frames
+    book = [i for i, c in enumerate(specs) if c.book]
     frames: dict[tuple[int, ...], bytes] = {}
-    for key in itertools.product(*(range(len(values)) for _, values in controls)):
-        args = [controls[i][1][j] for i, j in enumerate(key)]
-        fig = draw(*args)
-        if not isinstance(fig, Figure):
-            raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
-        fig.tight_layout()
-        # the full figure, not a box cropped around its text: every frame has the same size
-        # and the stored HTML (which gives the width) does not depend on the numbers drawn
-        frames[key] = figure_to_png(fig, dpi=2 * dpi, tight=False)
-    return FrameExplorer(uid, [(name, [str(v) for v in values]) for name, values in controls], frames, caption)
+    for key in itertools.product(*(range(len(specs[i].book)) for i in book)):
+        values = [c.default for c in specs]
+        for i, j in zip(book, key, strict=True):
+            values[i] = specs[i].book[j]
+        frames[key if book else (0,)] = _render(draw, values, 2 * dpi)
+    return Explorer(uid, specs, draw, frames, caption, dpi)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .validate import check_bool_mask, check_positive_int, check_rank
+from .validate import check_bool_mask, check_int, check_positive_int, check_rank
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
@@ -23,8 +23,7 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     check_rank("tokens", tokens, 2, "(B, T)")
     if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}")
-    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-        raise TypeError(f"pad_id must be an int token id, got {type(pad_id).__name__} {pad_id!r}")
+    pad_id = check_int("pad_id", pad_id, low=0)
     B, T = tokens.shape
     return (tokens != pad_id).view(B, 1, 1, T)  # (B, 1, 1, T_k)
 
@@ -66,6 +65,9 @@ def mask_to_text(mask: Tensor, keep: str = "1", drop: str = "0") -> str:
     a mask with more than 2 dimensions left must be indexed first (e.g. ``mask[b, 0]``).
     """
     check_bool_mask("mask", mask)
+    for name, text in (("keep", keep), ("drop", drop)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str (the text shown for each entry), got {type(text).__name__}")
     m = mask
     while m.dim() > 2 and m.shape[0] == 1:
         m = m[0]

@@ -18,7 +18,17 @@ from .attention import MultiHeadAttention
 from .masks import causal_mask, combine_masks, padding_mask
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding
-from .validate import check_bool_mask, check_broadcast, check_positive_int, check_rank, check_tensor
+from .validate import (
+    check_bool,
+    check_bool_mask,
+    check_broadcast,
+    check_float_tensor,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_rank,
+    check_tensor,
+)
 
 
 @dataclass
@@ -53,15 +63,15 @@ class TransformerConfig:
             )
         if self.d_model % 2 != 0:
             raise ValueError(f"d_model must be even for sinusoidal positional encoding, got {self.d_model}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be a float in [0, 1), got {self.dropout!r}")
+        check_probability("dropout", self.dropout)
+        check_bool("norm_first", self.norm_first)
+        check_bool("tie_embeddings", self.tie_embeddings)
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "tie_embeddings=True needs one shared vocabulary: src_vocab_size must equal tgt_vocab_size, "
                 f"got {self.src_vocab_size} and {self.tgt_vocab_size}"
             )
-        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or self.pad_id < 0:
-            raise ValueError(f"pad_id must be a non-negative int, got {self.pad_id!r}")
+        check_int("pad_id", self.pad_id, low=0)
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if self.pad_id >= getattr(self, name):
                 raise ValueError(f"pad_id must be a valid token id < {name}={getattr(self, name)}, got {self.pad_id}")
@@ -76,6 +86,9 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_ff", d_ff)
+        check_probability("dropout", dropout)
         self.linear1 = nn.Linear(d_model, d_ff)  # d_model -> d_ff
         self.linear2 = nn.Linear(d_ff, d_model)  # d_ff -> d_model
         self.dropout = nn.Dropout(dropout)
@@ -93,7 +106,7 @@ class EncoderBlock(nn.Module):
         fused_layer_norm: bool = False, sdpa_attention: bool = True,
     ):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first = check_bool("norm_first", norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1, self.norm2 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(2))
@@ -103,6 +116,7 @@ class EncoderBlock(nn.Module):
         self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         """x: (B, T, d_model) -> (B, T, d_model), self-attention weights (B, h, T, T) or None."""
+        check_float_tensor("x", x, 3, "(B, T, d_model)")
         if self.norm_first:  # pre-LN: x + Sublayer(LN(x))
             a, w = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
             x = x + self.dropout1(a)
@@ -147,7 +161,7 @@ class DecoderBlock(nn.Module):
         fused_layer_norm: bool = False, sdpa_attention: bool = True,
     ):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first = check_bool("norm_first", norm_first)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -196,6 +210,10 @@ class DecoderBlock(nn.Module):
         layer: int = 0,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """x: (B, T_tgt, d_model), memory: (B, T_src, d_model) -> (x, self weights, cross weights)."""
+        check_float_tensor("x", x, 3, "(B, T_tgt, d_model)")
+        check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(f"memory must have the batch size B={x.shape[0]} of x, got shape {tuple(memory.shape)}")
         if self.norm_first:  # pre-LN
             a, w_self = self._self_attention(self.norm1(x), tgt_mask, need_weights, cache, layer)
             x = x + self.dropout1(a)
@@ -282,6 +300,7 @@ class Transformer(nn.Module):
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
         """src (B, T_src) -> memory (B, T_src, d_model) [, encoder self-attention weights per layer]. Chapter 5."""
         self._check_tokens("src", src, self.config.src_vocab_size)
+        check_bool("return_attention", return_attention)
         B, T = src.shape
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
@@ -322,7 +341,7 @@ class Transformer(nn.Module):
                 )
             offset = cache.length
         self._check_tokens("tgt", tgt, c.tgt_vocab_size, offset)
-        check_rank("memory", memory, 3, "(B, T_src, d_model)")
+        check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
         if memory.shape[0] != tgt.shape[0] or memory.shape[2] != c.d_model:
             raise ValueError(
                 f"memory must have shape (B={tgt.shape[0]}, T_src, d_model={c.d_model}), got {tuple(memory.shape)}"

@@ -8,15 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validate import check_positive_int, check_rank, check_tensor
+from .validate import check_callable, check_choice, check_float_tensor, check_number, check_positive_int, check_rank
 
 PLACEMENTS = ("post", "pre")
 
 
 def _check_eps(eps: object) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-        raise ValueError(f"eps must be a positive float, got {eps!r}")
-    return float(eps)
+    return check_number("eps", eps, low=0.0, low_open=True)
 
 
 class LayerNorm(nn.Module):
@@ -32,7 +30,7 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x: (..., d_model) -> (..., d_model), each token with mean 0 and std 1 before gamma/beta."""
-        check_tensor("x", x)
+        check_float_tensor("x", x)
         if x.dim() == 0 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
@@ -48,9 +46,10 @@ def residual_sublayer(
     x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], placement: str = "post"
 ) -> Tensor:
     """Post-LN ``norm(x + sublayer(x))`` (the paper) or pre-LN ``x + sublayer(norm(x))``. Chapter 3."""
-    check_tensor("x", x)
-    if placement not in PLACEMENTS:
-        raise ValueError(f"placement must be 'post' or 'pre', got {placement!r}")
+    check_float_tensor("x", x)
+    check_callable("sublayer", sublayer, "a function or module (..., d_model) -> (..., d_model)")
+    check_callable("norm", norm, "a function or module such as a LayerNorm")
+    check_choice("placement", placement, PLACEMENTS)
     if placement == "post":
         return norm(x + sublayer(x))  # normalise the sum: the residual stream passes through every LN
     return x + sublayer(norm(x))  # normalise the sublayer's input only: the identity path stays clean
@@ -61,8 +60,7 @@ class SublayerConnection(nn.Module):
 
     def __init__(self, d_model: int, placement: str = "post", eps: float = 1e-5):
         super().__init__()
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be 'post' or 'pre', got {placement!r}")
+        check_choice("placement", placement, PLACEMENTS)
         self.placement = placement
         self.norm = LayerNorm(d_model, eps)
 
@@ -76,7 +74,7 @@ def masked_feature_stats(x: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
 
     x: (B, T, d_model), keep: (B, T) boolean, True = real token. Returns (mean (d_model,), var (d_model,)).
     """
-    check_rank("x", x, 3, "(B, T, d_model)")
+    check_float_tensor("x", x, 3, "(B, T, d_model)")
     check_rank("keep", keep, 2, "(B, T)")
     if keep.dtype != torch.bool:
         raise TypeError(f"keep must be a boolean tensor (True = real token), got dtype {keep.dtype}")

@@ -18,7 +18,40 @@ def _as_array(weights: Tensor | np.ndarray, name: str) -> np.ndarray:
         weights = weights.detach().cpu().numpy()
     if not isinstance(weights, np.ndarray):
         raise TypeError(f"{name} must be a tensor or array, got {type(weights).__name__}")
+    if weights.dtype == bool:
+        weights = weights.astype(np.float32)  # a mask shows as 0/1
+    if not np.issubdtype(weights.dtype, np.number):
+        raise TypeError(f"{name} must hold numbers, got dtype {weights.dtype}")
+    if weights.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {weights.shape}")
     return weights
+
+
+def _check_labels(name: str, labels: object, size: int, what: str = "labels") -> None:
+    """Raise unless ``labels`` is None or a list of ``size`` strings (or numbers)."""
+    if labels is None:
+        return
+    if isinstance(labels, str) or not isinstance(labels, Sequence):
+        raise TypeError(f"{name} must be a list of str (one per {what[:-1]}), got {type(labels).__name__}")
+    if len(labels) != size:
+        raise ValueError(f"{name} must have {size} {what}, got {len(labels)}")
+
+
+def _check_common(ax: object = None, title: object = None, vmin: object = 0.0, vmax: object = 1.0,
+                  cmap: object = "viridis") -> None:
+    """The keyword arguments the heatmap helpers share."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__}")
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))
+                                  or not np.isfinite(value)):
+            raise TypeError(f"{name} must be a number or None, got {type(value).__name__} {value!r}")
+    if vmin is not None and vmax is not None and not vmin < vmax:
+        raise ValueError(f"vmin must be smaller than vmax, got vmin={vmin} and vmax={vmax}")
+    if not isinstance(cmap, str) or cmap not in plt.colormaps():
+        raise ValueError(f"cmap must be a matplotlib colormap name such as 'viridis', got {cmap!r}")
 
 
 def attention_heatmap(
@@ -39,9 +72,11 @@ def attention_heatmap(
     w = _as_array(weights, "weights")
     if w.ndim != 2:
         raise ValueError(f"weights must be 2-D (T_q, T_k), got shape {w.shape}")
-    for name, labels, size in (("keys", keys, w.shape[1]), ("queries", queries, w.shape[0])):
-        if labels is not None and len(labels) != size:
-            raise ValueError(f"{name} must have {size} labels to match weights {w.shape}, got {len(labels)}")
+    _check_labels("keys", keys, w.shape[1])
+    _check_labels("queries", queries, w.shape[0])
+    _check_common(ax, title, vmin, vmax, cmap)
+    if not isinstance(annotate, bool):
+        raise TypeError(f"annotate must be True or False, got {type(annotate).__name__} {annotate!r}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.45 * w.shape[1] + 1.8, 0.45 * w.shape[0] + 1.2))
     image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
@@ -80,6 +115,15 @@ def attention_grid(
     w = _as_array(weights, "weights")
     if w.ndim != 4:
         raise ValueError(f"weights must be 4-D (rows, cols, T_q, T_k), got shape {w.shape}")
+    _check_labels("keys", keys, w.shape[3])
+    _check_labels("queries", queries, w.shape[2])
+    _check_labels("row_titles", row_titles, w.shape[0], "titles")
+    _check_labels("col_titles", col_titles, w.shape[1], "titles")
+    if suptitle is not None and not isinstance(suptitle, str):
+        raise TypeError(f"suptitle must be a str or None, got {type(suptitle).__name__}")
+    if cell_size is not None and (isinstance(cell_size, bool) or not isinstance(cell_size, (int, float))
+                                  or not 0 < cell_size < float("inf")):
+        raise ValueError(f"cell_size must be a positive number, got {cell_size!r}")
     rows, cols = w.shape[:2]
     if cell_size is None:
         cell_size = min(2.2, (6.8 - 0.5) / cols)

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .validate import check_positive_int, check_rank
+from .validate import check_float_tensor, check_int, check_number, check_positive_int
 
 
 def sinusoidal_encoding(T: int, d_model: int) -> Tensor:
@@ -39,7 +39,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """x: (B, T, d_model) -> x + PE[offset : offset + T]."""
-        check_rank("x", x, 3, "(B, T, d_model)")
+        check_float_tensor("x", x, 3, "(B, T, d_model)")
+        offset = check_int("offset", offset, low=0)
         T = x.shape[1]
         if offset + T > self.max_len:
             raise ValueError(
@@ -59,8 +60,7 @@ def pe_frequencies(d_model: int, base: float = 10000.0, dtype: torch.dtype = tor
     check_positive_int("d_model", d_model)
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even for sinusoidal PE, got {d_model}")
-    if not isinstance(base, (int, float)) or isinstance(base, bool) or base <= 1:
-        raise ValueError(f"base must be a number > 1, got {base!r}")
+    base = check_number("base", base, low=1.0, low_open=True)
     i = torch.arange(d_model // 2, dtype=dtype)  # (d_model / 2,)
     return base ** (-2.0 * i / d_model)
 
@@ -71,8 +71,7 @@ def shift_rotation(k: int, d_model: int, dtype: torch.dtype = torch.float64) -> 
     Block i is [[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]], acting on the pair
     (PE[p, 2i], PE[p, 2i+1]) = (sin(p w_i), cos(p w_i)). It depends on k only, never on p.
     """
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int (a shift in positions), got {type(k).__name__} {k!r}")
+    k = check_int("k", k)
     angle = k * pe_frequencies(d_model, dtype=dtype)  # (d_model / 2,)
     c, s = torch.cos(angle), torch.sin(angle)
     R = torch.zeros(d_model, d_model, dtype=dtype)
@@ -94,15 +93,15 @@ class LearnedPositionalEncoding(nn.Module):
         super().__init__()
         self.max_len = check_positive_int("max_len", max_len)
         self.d_model = check_positive_int("d_model", d_model)
-        if not isinstance(std, (int, float)) or isinstance(std, bool) or std <= 0:
-            raise ValueError(f"std must be a positive number, got {std!r}")
+        std = check_number("std", std, low=0.0, low_open=True)
         self.table = nn.Embedding(max_len, d_model)
         with torch.no_grad():
             self.table.weight.normal_(0.0, float(std), generator=generator)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """x: (B, T, d_model) -> x + table[offset : offset + T]."""
-        check_rank("x", x, 3, "(B, T, d_model)")
+        check_float_tensor("x", x, 3, "(B, T, d_model)")
+        offset = check_int("offset", offset, low=0)
         T = x.shape[1]
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
@@ -135,9 +134,9 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, offset: int = 0) -> Tensor:
     libraries pair dimension i with i + d_k/2 instead ("halves"), which is equally valid but not
     interchangeable. Positions are offset .. offset + T - 1 (rows of the cos/sin tables).
     """
-    check_rank("x", x, range(2, 6), "(..., T, d_k)")
-    check_rank("cos", cos, 2, "(max_len, d_k/2)")
-    check_rank("sin", sin, 2, "(max_len, d_k/2)")
+    check_float_tensor("x", x, range(2, 6), "(..., T, d_k)")
+    check_float_tensor("cos", cos, 2, "(max_len, d_k/2)")
+    check_float_tensor("sin", sin, 2, "(max_len, d_k/2)")
     T, d_k = x.shape[-2], x.shape[-1]
     if d_k % 2 != 0:
         raise ValueError(f"x must have an even last dimension d_k for RoPE, got shape {tuple(x.shape)}")
@@ -146,8 +145,7 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, offset: int = 0) -> Tensor:
             f"cos and sin must both have shape (max_len, d_k/2={d_k // 2}), "
             f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
         )
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+    offset = check_int("offset", offset, low=0)
     if offset + T > cos.shape[0]:
         raise ValueError(
             f"positions up to {offset + T - 1} (T={T}, offset={offset}) exceed the RoPE tables' "

@@ -17,6 +17,11 @@ class Question:
     choices: Sequence[str] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        for name in ("prompt", "explanation"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        if isinstance(self.choices, str) or not all(isinstance(c, str) for c in self.choices):
+            raise TypeError(f"choices must be a list of str, got {self.choices!r:.60}")
         if self.choices:
             is_index = isinstance(self.answer, int) and not isinstance(self.answer, bool)
             if not is_index or not 0 <= self.answer < len(self.choices):
@@ -32,6 +37,12 @@ class Quiz:
     """A list of questions shown as click-to-reveal HTML (``<details>``, no script needed)."""
 
     def __init__(self, title: str, questions: Sequence[Question]):
+        if not isinstance(title, str):
+            raise TypeError(f"title must be a str, got {type(title).__name__}")
+        if isinstance(questions, str) or not isinstance(questions, Sequence) or not all(
+            isinstance(q, Question) for q in questions
+        ):
+            raise TypeError(f"questions must be a list of Question, got {type(questions).__name__}")
         if not 1 <= len(questions) <= 8:
             raise ValueError(f"a quiz has 1 to 8 questions, got {len(questions)}")
         self.title, self.questions = title, list(questions)
@@ -44,7 +55,7 @@ class Quiz:
                 parts.append('<ul class="cu-quiz-choices">')
                 for i, choice in enumerate(q.choices):
                     right = i == q.answer
-                    verdict = "✅ Right." if right else "❌ Not this one."
+                    verdict = "\u2713 Right." if right else "\u2717 Not this one."  # text glyphs every font has
                     parts.append(
                         f'<li><details class="cu-quiz-choice"><summary>{chr(65 + i)}. '
                         f"{html.escape(choice)}</summary><p>{verdict}"

@@ -1,5 +1,5 @@
 """One training loop for every chapter that trains: masked cross-entropy, Adam(W), clipping,
-warm-up + cosine schedule, optional label smoothing, a progress bar and the loss history. Chapter 6.
+warm-up + cosine schedule, optional label smoothing, a text progress line and the loss history. Chapter 6.
 
 The loop is model-agnostic: ``batch_fn(step)`` returns a tuple whose last element is the
 target ids and whose other elements are the model's inputs, so ``logits = model(*batch[:-1])``.
@@ -14,11 +14,21 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from .data import PAD_ID
+from .progress import TextProgress
 from .schedules import warmup_cosine_lr
-from .validate import check_positive_int, check_rank
+from .validate import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_float_tensor,
+    check_int,
+    check_module,
+    check_number,
+    check_positive_int,
+    check_rank,
+)
 
 
 def masked_cross_entropy(
@@ -27,17 +37,34 @@ def masked_cross_entropy(
     """Mean cross-entropy over the non-PAD target positions, optionally label-smoothed. Chapter 6.
 
     logits: (B, T, V), targets: (B, T). PAD positions count neither in the sum nor in the mean.
+    A batch whose targets are all PAD has no token to average over: that raises ValueError
+    (rather than returning the NaN of 0/0).
     """
-    check_rank("logits", logits, 3, "(B, T, V)")
+    check_float_tensor("logits", logits, 3, "(B, T, V)")
     check_rank("targets", targets, 2, "(B, T)")
+    if targets.dtype.is_floating_point or targets.dtype.is_complex or targets.dtype == torch.bool:
+        raise TypeError(f"targets must hold integer token ids, got dtype {targets.dtype}")
+    pad_id = check_int("pad_id", pad_id)
+    label_smoothing = check_number("label_smoothing", label_smoothing, 0.0, 1.0, high_open=True)
     if logits.shape[:2] != targets.shape:
         raise ValueError(
             f"logits (B, T, V) and targets (B, T) must agree on B and T, got logits {tuple(logits.shape)} "
             f"and targets {tuple(targets.shape)}"
         )
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
     V = logits.shape[-1]
+    real = targets != pad_id
+    if not bool(real.any()):
+        raise ValueError(
+            f"targets must hold at least one non-PAD token (pad_id={pad_id}), got only PAD: "
+            "the mean over zero tokens is undefined"
+        )
+    bad = real & ((targets < 0) | (targets >= V))
+    if bool(bad.any()):
+        wrong = targets[bad]
+        raise ValueError(
+            f"targets must hold token ids in [0, V={V}) (or pad_id={pad_id}), got values from "
+            f"{int(wrong.min())} to {int(wrong.max())}"
+        )
     return F.cross_entropy(
         logits.reshape(-1, V),  # (B*T, V)
         targets.reshape(-1),  # (B*T,)
@@ -81,6 +108,22 @@ class TrainConfig:
     label_smoothing: float = 0.0  # 0.1 in the paper
     pad_id: int = PAD_ID  # target positions to ignore
 
+    def __post_init__(self) -> None:
+        check_positive_int("steps", self.steps)
+        check_number("lr", self.lr, low=0.0, low_open=True)
+        check_int("warmup", self.warmup, low=0, high=self.steps - 1)
+        check_number("min_lr", self.min_lr, low=0.0, high=self.lr)
+        check_choice("optimizer", self.optimizer, ("adam", "adamw"))
+        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
+            raise TypeError(f"betas must be a pair (beta1, beta2), got {type(self.betas).__name__} {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_number(f"betas[{i}]", beta, 0.0, 1.0, high_open=True)
+        check_number("weight_decay", self.weight_decay, low=0.0)
+        if self.clip is not None:
+            check_number("clip", self.clip, low=0.0, low_open=True)
+        check_number("label_smoothing", self.label_smoothing, 0.0, 1.0, high_open=True)
+        check_int("pad_id", self.pad_id, low=0)
+
 
 @dataclass
 class TrainHistory:
@@ -104,6 +147,9 @@ class TrainHistory:
 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
     """Adam or AdamW over the model's parameters, as ``config`` says. Chapter 6."""
+    check_module("model", model)
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     params = [p for p in model.parameters() if p.requires_grad]
     if config.optimizer == "adam":
         return torch.optim.Adam(params, lr=config.lr, betas=config.betas)
@@ -126,14 +172,17 @@ def train(
     warm-up + cosine learning rate, optimiser step. ``loss_fn(logits, targets)`` replaces
     the default masked cross-entropy when given.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(batch_fn):
-        raise TypeError(f"batch_fn must be a function step -> batch tuple, got {type(batch_fn).__name__}")
-    config = config or TrainConfig()
-    check_positive_int("config.steps", config.steps)
-    if config.lr <= 0:
-        raise ValueError(f"config.lr must be positive, got {config.lr}")
+    check_module("model", model)
+    check_callable("batch_fn", batch_fn, "a function step -> batch tuple")
+    config = TrainConfig() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    config.__post_init__()  # fields may have been changed after construction
+    if loss_fn is not None:
+        check_callable("loss_fn", loss_fn, "a function (logits, targets) -> loss")
+    check_bool("progress", progress)
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError("model must have at least one trainable parameter, got none")
     if loss_fn is None:
         def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
             return masked_cross_entropy(logits, targets, config.pad_id, config.label_smoothing)
@@ -142,16 +191,22 @@ def train(
     history = TrainHistory()
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(1, config.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
-    for step in bar:
+    bar = TextProgress(config.steps, desc=desc, enabled=progress)
+    for step in range(1, config.steps + 1):
         batch = batch_fn(step)
         if not isinstance(batch, (tuple, list)) or len(batch) < 2:
-            raise TypeError("batch_fn must return a tuple (*model_inputs, targets) with at least two tensors")
+            raise TypeError(
+                "batch_fn must return a tuple (*model_inputs, targets) with at least two tensors, "
+                f"got {type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else "")
+            )
         lr = warmup_cosine_lr(step, config.lr, config.warmup, config.steps, config.min_lr)
         for group in optimizer.param_groups:
             group["lr"] = lr
         logits = model(*batch[:-1])
         loss = loss_fn(logits, batch[-1])
+        if not isinstance(loss, Tensor) or loss.dim() != 0:
+            raise TypeError(f"loss_fn must return a 0-d tensor, got {type(loss).__name__}"
+                            + (f" of shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else ""))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.clip is not None:
@@ -159,8 +214,8 @@ def train(
         optimizer.step()
         history.losses.append(loss.item())
         history.lrs.append(lr)
-        if step % 50 == 0 or step == config.steps:
-            bar.set_postfix(loss=f"{history.losses[-1]:.3f}", refresh=False)
+        bar.update(step, loss=f"{history.losses[-1]:.3f}")
+    bar.close()
     history.seconds = time.perf_counter() - start
     model.eval()
     return history

@@ -15,7 +15,7 @@ step() {  # step NAME COMMAND...
 }
 
 step "ruff (code and notebooks)" $BIN/ruff check .
-step "unit tests" $BIN/pytest tests --ignore=tests/browser -q --junitxml=reports/unit.xml
+step "unit tests" $BIN/pytest tests --ignore=tests/browser --ignore=tests/lab -q --junitxml=reports/unit.xml
 # Every notebook of the book, in full mode: each stored text output must be printed again.
 nbval() {  # nbval REPORT [VAR=VALUE ...]: one pass over every notebook with those variables set
   local report="$1"; shift
@@ -35,5 +35,7 @@ build() {
 step "strict book build (-W --keep-going)" build
 step "browser check (headless Chromium)" bash -c \
   "bash scripts/ensure_chromium.sh && $BIN/pytest tests/browser -q --junitxml=reports/browser.xml"
+step "JupyterLab check (live controls, a student copy; headless Chromium)" bash -c \
+  "bash scripts/ensure_chromium.sh && $BIN/pytest tests/lab -q --junitxml=reports/lab.xml"
 
 $BIN/python scripts/test_summary.py "${failed[@]}"

@@ -42,6 +42,7 @@ def main() -> None:
         ("nbval cells, pass 1", *junit_counts("nbval")),
         ("nbval cells, pass 2 (portable)", *junit_counts("nbval_portable")),
         ("pages checked in the browser", *junit_counts("browser")),
+        ("JupyterLab checks", *junit_counts("lab")),
     ]
     print("\n================ make test summary ================")
     total_passed = total_failed = 0

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from course_utils.exercises.core import (
+    FAIL,
+    PASS,
     CheckFailed,
     CheckResult,
     call_student,
@@ -29,13 +31,14 @@ def test_pass_prints_one_line_and_is_truthy(capsys: pytest.CaptureFixture[str]) 
     result = check_double(lambda x: x * 2)
     assert isinstance(result, CheckResult) and result and result.passed
     out = capsys.readouterr().out
-    assert out == "✅ Exercise 0.1 (double): all checks passed. Nice.\n"
+    assert out == f"{PASS} Exercise 0.1 (double): all checks passed. Nice.\n"
 
 
 def test_known_mistake_is_named() -> None:
     result = check_double(lambda x: x + 2)
     assert not result
-    assert result.message == "❌ Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
+    want = f"{FAIL} Exercise 0.1 (double): double(x) is not right. Did you add 2 instead of multiplying?"
+    assert result.message == want
 
 
 def test_unknown_wrong_answer_reports_largest_difference() -> None:
@@ -60,7 +63,7 @@ def test_learner_exception_becomes_one_line(capsys: pytest.CaptureFixture[str]) 
         (lambda x: None, "double(x) should be a torch.Tensor, got NoneType"),
         (lambda x: x.tolist(), "should be a torch.Tensor, got list"),
         (lambda x: 2 * x.T, "should have shape (2, 3), got (3, 2)"),
-        (42, "expected a function or class, got int 42"),
+        (42, "expected a function or class, got 42"),
         (lambda x: x * float("nan"), "contains NaN where the reference has numbers"),
     ],
 )
@@ -117,3 +120,46 @@ def test_helpers() -> None:
         expect_tensor((1, 2), "out")
     with pytest.raises(CheckFailed, match="my_fn raised ValueError: bad .called with 1, k=2"):
         call_student(lambda a, k: (_ for _ in ()).throw(ValueError("bad")), 1, k=2, what="my_fn")
+
+
+@checker("0.2", "use a module")
+def check_uses_module(fn) -> None:
+    module = torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(12)))  # a 26-line repr
+    call_student(fn, module, torch.zeros(2, 4), what="apply")
+
+
+def test_module_argument_is_described_in_one_line() -> None:
+    def broken(module, x):
+        raise ValueError("no")
+
+    result = check_uses_module(broken)
+    assert "\n" not in result.message and "called with a Sequential module, tensor of shape (2, 4)" in result.message
+
+
+def test_in_place_change_of_an_input_is_named() -> None:
+    def sneaky(x):
+        x *= 2  # right value, but the caller's tensor changed
+        return x
+
+    result = check_double(sneaky)
+    assert not result and "modified its input (argument 1" in result.message and "in place" in result.message
+
+
+def test_module_weights_changed_in_place_are_named() -> None:
+    def zeroes(module, x):
+        with torch.no_grad():
+            module[0].bias.zero_()
+        return module(x)
+
+    result = check_uses_module(zeroes)
+    assert not result and "modified 0.bias of the Sequential passed as argument 1 in place" in result.message
+
+
+def test_integers_are_printed_exactly() -> None:
+    with pytest.raises(CheckFailed, match=r"got 3152384, expected 3152896"):
+        expect_close(torch.tensor([3152384.0]), torch.tensor([3152896.0]), "count", atol=0.5, rtol=0)
+
+
+def test_close_floats_get_enough_digits_to_differ() -> None:
+    with pytest.raises(CheckFailed, match=r"got 0\.500013, expected 0\.5\b"):
+        expect_close(torch.tensor([0.500013]), torch.tensor([0.5]), "x", atol=1e-6, rtol=0)

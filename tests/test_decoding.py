@@ -81,3 +81,28 @@ def test_reverse_strings_and_errors():
         greedy_decode(torch.nn.Linear(2, 2), _src(0), 3)
     with pytest.raises(ValueError, match="src must have 2 dimensions"):
         greedy_decode(model, torch.zeros(3, dtype=torch.long), 3)
+
+
+def test_sampling_probs_temperature_and_top_k_by_hand():
+    from course_utils.decoding import sampling_probs
+
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0])
+    torch.testing.assert_close(sampling_probs(logits, 0.5), torch.softmax(logits * 2, -1))
+    got = sampling_probs(logits, 1.0, top_k=2)
+    e = torch.exp(torch.tensor([2.0, 1.0]))
+    torch.testing.assert_close(got, torch.cat([e / e.sum(), torch.zeros(2)]))
+    assert torch.equal(sampling_probs(logits, 1.0, top_k=4), sampling_probs(logits, 1.0))
+    assert torch.equal(sampling_probs(logits, 1.0, top_k=99), sampling_probs(logits, 1.0))
+    tied = sampling_probs(torch.tensor([[1.0, 1.0, 0.0]]), 1.0, top_k=1)  # ties at the k-th value are kept
+    torch.testing.assert_close(tied, torch.tensor([[0.5, 0.5, 0.0]]))
+    with pytest.raises(ValueError, match="top_k must be a positive int, got 0"):
+        sampling_probs(logits, 1.0, top_k=0)
+    with pytest.raises(ValueError, match="temperature must be a positive number"):
+        sampling_probs(logits, 0.0)
+
+
+def test_top_k_1_sampling_is_greedy():
+    model, src = _model(3, True), _src(3)
+    sampled = sample_decode(model, src, max_len=12, temperature=5.0, top_k=1,
+                            generator=torch.Generator().manual_seed(0))
+    assert torch.equal(sampled, greedy_decode(model, src, max_len=12))

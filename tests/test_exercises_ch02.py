@@ -80,7 +80,7 @@ def test_shift_rotation_passes_reference():
         (lambda k, d: _rot(k, d, sign=-1.0), "shifts backwards"),
         (lambda k, d: _rot(k, d, exp=lambda i, dd: i / dd), "exponent i/d_model"),
         (lambda k, d: _rot(k, d, exp=lambda i, dd: 0.0), "every block by k"),
-        (lambda k, d: torch.eye(d), "differs from the reference"),
+        (lambda k, d: torch.eye(d), "identity matrix"),
     ],
 )
 def test_shift_rotation_names_mistakes(wrong, hint):

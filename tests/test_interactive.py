@@ -68,3 +68,117 @@ def test_figure_to_png_closes_the_figure() -> None:
     data = figure_to_png(fig, dpi=20)
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert not plt.fignum_exists(fig.number)
+
+
+# --- live controls --------------------------------------------------------------------------
+
+from course_utils import interactive  # noqa: E402
+from course_utils.interactive import Explorer, choice, float_slider, int_slider, text  # noqa: E402
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def draw_word(word: str, n: int) -> plt.Figure:
+    if not word.isalpha():
+        raise ValueError(f"word must be letters only, got {word!r}")
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_title(word * n)
+    return fig
+
+
+def make_live() -> Explorer:
+    return explore("live-t", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], draw_word, dpi=20)
+
+
+def test_live_only_controls_are_fixed_in_the_book() -> None:
+    ex = make_live()
+    assert isinstance(ex, FrameExplorer) and len(ex.frames) == 2
+    html = ex._repr_html_()
+    assert len(re.findall(r'<input type="range"', html)) == 1  # only "word" has book values
+    assert ex.values() == {"word": "ab", "n": 2}
+    single = explore("only-live", [int_slider("n", 1, 9, default=3)], lambda n: draw_word("x", n), dpi=20)
+    assert list(single.frames) == [(0,)]
+
+
+def test_live_widget_recomputes_and_reports_bad_input() -> None:
+    ex = make_live()
+    box = ex.widget()
+    assert "cu-live" in box._dom_classes
+    word, n = ex._inputs
+    first = ex._image.value
+    assert first[:8] == b"\x89PNG\r\n\x1a\n" and ex._status.value == ""
+    word.value = "anything"  # not a book value: the live control takes any string
+    assert ex._image.value != first and ex.values() == {"word": "anything", "n": 2}
+    shown = ex._image.value
+    n.value = 5
+    assert ex._image.value != shown
+    shown = ex._image.value
+    word.value = "no way!"
+    assert "ValueError: word must be letters only" in ex._status.value
+    assert ex._image.value == shown  # the last good picture stays
+    word.value = "ok"
+    assert ex._status.value == "" and ex._image.value != shown
+
+
+def test_widget_kinds_follow_the_controls() -> None:
+    ex = explore("kinds", [choice("c", [1, 2]), float_slider("f", 0.1, 2.0, 0.1, book=[0.5]),
+                           int_slider("i", 0, 4, book=[1]), text("t", default="x")],
+                 lambda c, f, i, t: draw_word(t, c), dpi=20)
+    names = [type(w).__name__ for w in (ex.widget(), ex._inputs)[1]]
+    assert names == ["SelectionSlider", "FloatSlider", "IntSlider", "Text"]
+    assert all(not w.continuous_update for w in ex._inputs)  # recompute on release / Enter only
+
+
+def test_mimebundle_has_the_widget_view_only_in_a_live_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    ex = make_live()
+    assert not interactive.live_kernel()  # pytest is no kernel
+    bundle = ex._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"} and bundle["text/html"] == ex._repr_html_()
+    monkeypatch.setattr(interactive, "live_kernel", lambda: True)
+    bundle = ex._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW]["model_id"] == ex.widget().model_id
+    assert bundle["text/html"] == ex._repr_html_()  # the book's frames are still there
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: int_slider("n", 1, 9, book=[0]), ValueError, r"must lie in \[1, 9\], got \[0\]"),
+        (lambda: int_slider("n", 9, 1, default=3), ValueError, "needs low < high"),
+        (lambda: int_slider("n", 1, 9), ValueError, "needs book values or a default"),
+        (lambda: int_slider("n", 1.0, 9, default=3), TypeError, "low of control 'n' must be an int"),
+        (lambda: float_slider("f", 0, 1, 0.0, default=0.5), ValueError, "step > 0"),
+        (lambda: text("t", book=[1]), TypeError, "needs str book values"),
+        (lambda: choice("c", []), ValueError, "at least one value"),
+        (lambda: choice("", [1]), TypeError, "name must be a non-empty str"),
+    ],
+)
+def test_bad_controls(make, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_explore_rejects_duplicate_and_foreign_controls() -> None:
+    with pytest.raises(ValueError, match="control names must be unique"):
+        explore("d", [("a", [1]), ("a", [2])], lambda a, b: draw(a, "x"))
+    with pytest.raises(TypeError, match=r"controls must be a list of \(name, values\) pairs, got controls\[0\] = .a."):
+        explore("d", ["a"], lambda a: draw(a, "x"))
+
+
+def test_live_only_session_renders_no_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def counting(word: str, n: int) -> plt.Figure:
+        calls.append(word)
+        return draw_word(word, n)
+
+    monkeypatch.setenv("COURSE_EXPLORERS", "live")
+    ex = explore("lo", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], counting, dpi=20)
+    assert len(ex.frames) == 2 and not ex.live_only and calls == ["ab", "cd"]  # no kernel: frames as usual
+    monkeypatch.setattr(interactive, "live_kernel", lambda: True)
+    calls.clear()
+    ex = explore("lo", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], counting, dpi=20)
+    assert ex.live_only and calls == []
+    bundle = ex._repr_mimebundle_()
+    assert calls == ["ab"] and WIDGET_VIEW in bundle  # only the live view was drawn
+    assert "run this cell in Jupyter" in bundle["text/html"] and "<img" not in bundle["text/html"]

@@ -106,7 +106,7 @@ def test_bad_inputs_have_clear_messages() -> None:
         padding_mask(torch.zeros(5, dtype=torch.long), 0)
     with pytest.raises(ValueError, match=r"tokens must have 2 dimensions"):
         padding_mask(torch.zeros(1, 2, 3, dtype=torch.long), 0)
-    with pytest.raises(TypeError, match="pad_id must be an int token id, got float"):
+    with pytest.raises(TypeError, match="pad_id must be a non-negative int, got float"):
         padding_mask(torch.zeros(1, 2, dtype=torch.long), 0.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tokens must be a torch.Tensor, got list"):
         padding_mask([[1, 2]], 0)  # type: ignore[arg-type]

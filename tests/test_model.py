@@ -198,7 +198,7 @@ def test_blocks_validate_shapes():
         (dict(n_encoder_layers=-1), ValueError, "n_encoder_layers must be a positive int"),
         (dict(n_heads=2.0), TypeError, "n_heads must be a positive int, got float"),
         (dict(tie_embeddings=True), ValueError, "src_vocab_size must equal tgt_vocab_size, got 11 and 13"),
-        (dict(dropout=1.0), ValueError, r"dropout must be a float in \[0, 1\)"),
+        (dict(dropout=1.0), ValueError, r"dropout must be a number in \[0, 1\)"),
         (dict(pad_id=11), ValueError, "pad_id must be a valid token id < src_vocab_size=11"),
     ],
 )

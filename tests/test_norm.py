@@ -56,7 +56,7 @@ def test_layer_norm_bad_input():
         LayerNorm(8.0)
     with pytest.raises(ValueError, match="d_model must be a positive int, got 0"):
         LayerNorm(0)
-    with pytest.raises(ValueError, match="eps must be a positive float, got -1"):
+    with pytest.raises(ValueError, match="eps must be a positive number, got -1"):
         LayerNorm(8, eps=-1)
     with pytest.raises(ValueError, match=r"x must have last dimension d_model=8, got shape \(2, 7\)"):
         LayerNorm(8)(torch.zeros(2, 7))

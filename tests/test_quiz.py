@@ -21,7 +21,8 @@ def test_html_uses_details_and_escapes() -> None:
     assert "Check &lt;yourself&gt;" in html and "<yourself>" not in html
     assert "<script" not in html  # works without a kernel or JavaScript
     assert "B. 4" in html and "the keys" in html
-    assert html.count("✅ Right.") == 1
+    assert html.count("Right.") == 1 and html.count("Not this one.") == 2
+    assert not any(ch in html for ch in "\u2705\u274c\u23f3"), "no emoji: text glyphs every font has"
 
 
 def test_plain_repr_lists_questions_and_hides_answers() -> None:

@@ -69,6 +69,7 @@ def test_student_copy_of_chapter_1(student_nb: tuple[dict, int]) -> None:
     assert len(nb["cells"]) == len(original["cells"])
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"  # JupyterLab starts it without asking
     sources = ["".join(c["source"]) for c in code]
     assert not any(BEGIN in s or END in s for s in sources)
     assert not any("x.max(dim=-1, keepdim=True)" in s for s in sources)  # the softmax solution is gone
@@ -94,7 +95,7 @@ def test_stubbed_exercises_report_not_implemented(
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == len(stubs) == 4
     for n, line in enumerate(lines, 1):
-        assert line.startswith(f"⏳ Exercise 1.{n} ") and "not implemented yet" in line, line
+        assert f"Exercise 1.{n} " in line and "not implemented yet" in line, line
 
 
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,3 +104,78 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "6 solution block(s) turned into stubs" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.ipynb"), "--out", str(tmp_path)])
+
+
+# --- the student workspace --------------------------------------------------------------------
+
+from course_utils.student import (  # noqa: E402
+    CHAPTERS,
+    chapter_path,
+    checker_of,
+    ensure_workspace,
+    reset_chapter,
+    show_solution,
+    solution_source,
+)
+
+
+def test_chapter_path_accepts_number_prefix_and_stem() -> None:
+    assert chapter_path(1) == chapter_path("01") == chapter_path("01_attention") == CHAPTER
+    with pytest.raises(ValueError, match="chapter must name one of 01_attention, .* got '99'"):
+        chapter_path("99")
+
+
+def test_workspace_makes_missing_copies_and_keeps_existing_work(tmp_path: Path) -> None:
+    mine = tmp_path / CHAPTER.name
+    mine.write_text("my work", encoding="utf-8")
+    made = ensure_workspace(tmp_path)
+    assert mine.read_text(encoding="utf-8") == "my work"  # never overwritten
+    assert mine not in made and len(made) == len(list(CHAPTERS.glob("*.ipynb"))) - 1
+    assert ensure_workspace(tmp_path) == []  # nothing missing any more
+
+
+def test_reset_asks_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mine = tmp_path / CHAPTER.name
+    mine.write_text("my work", encoding="utf-8")
+    questions: list[str] = []
+    assert not reset_chapter("01", tmp_path, ask=lambda q: questions.append(q) or "n")
+    assert mine.read_text(encoding="utf-8") == "my work" and "Everything you wrote in it will be lost" in questions[0]
+    assert not reset_chapter("01", tmp_path)  # no terminal to ask: the answer is no
+    assert mine.read_text(encoding="utf-8") == "my work"
+    assert reset_chapter("1", tmp_path, ask=lambda q: "yes")
+    assert "raise NotImplementedError" in mine.read_text(encoding="utf-8")
+    assert "fresh copy, 6 solution block(s)" in capsys.readouterr().out
+
+
+def test_command_line_keeps_existing_copies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mine = tmp_path / CHAPTER.name
+    mine.write_text("my work", encoding="utf-8")
+    main([str(CHAPTER), "--out", str(tmp_path)])
+    assert mine.read_text(encoding="utf-8") == "my work" and "kept as it is" in capsys.readouterr().out
+    main([str(CHAPTER), "--out", str(tmp_path), "--force"])
+    assert "raise NotImplementedError" in mine.read_text(encoding="utf-8")
+
+
+def _exercises() -> list[tuple[Path, int]]:
+    return [(path, i) for path in sorted(CHAPTERS.glob("*.ipynb"))
+            for i in range(1, 1 + sum("solution" in c.get("metadata", {}).get("tags", [])
+                                      for c in json.loads(path.read_text(encoding="utf-8"))["cells"]))]
+
+
+@pytest.mark.parametrize(("path", "number"), _exercises(), ids=lambda x: getattr(x, "stem", str(x)))
+def test_solution_n_of_chapter_c_is_exercise_c_n(path: Path, number: int) -> None:
+    chapter = int(path.name[:2])
+    source = solution_source(f"{chapter}.{number}")
+    assert BEGIN not in source and END not in source and "NotImplementedError" not in source
+    module = next(m.stem for m in (CHAPTERS.parent / "course_utils" / "exercises").glob(f"ch{chapter:02d}_*.py"))
+    assert checker_of(source, f"course_utils.exercises.{module}").exercise == f"{chapter}.{number}"
+
+
+def test_show_solution_prints_the_code(capsys: pytest.CaptureFixture[str]) -> None:
+    show_solution("1.2")
+    out = capsys.readouterr().out
+    assert out.startswith("# Reference solution of exercise 1.2 (from chapters/01_attention.ipynb)")
+    assert "def my_attention(" in out and "check_scaled_attention(my_attention)" in out
+    for bad, message in (("1", "must look like '1.2'"), ("1.9", "has exercises 1.1 to 1.4, got '1.9'")):
+        with pytest.raises(ValueError, match=message):
+            solution_source(bad)

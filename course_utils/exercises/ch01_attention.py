@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, call_student, call_student_without, checker, expect_close, expect_tensor
 
 __all__ = ["check_heads", "check_mha", "check_scaled_attention", "check_softmax"]
 
@@ -29,7 +29,16 @@ def _softmax_inputs() -> list[Tensor]:
         torch.tensor([[1000.0, 999.0, 998.0], [0.0, -1.0, -2.0]]),  # large logits: exp overflows
         torch.tensor([[5.0, 5.0, 5.0, 5.0]]),  # ties: uniform
         torch.randn(1, 1, generator=g),  # a single key
+        torch.tensor([[-1000.0, 0.0, 1000.0], [1.0, 2.0, 3.0]]),  # a wide row: subtracting the minimum overflows
+        torch.randn(4, 4, generator=g) * 2,  # square: a maximum without keepdim broadcasts along the wrong axis
     ]
+
+
+_SOFTMAX_FUNCTIONS = {"softmax", "log_softmax", "special_softmax", "special_log_softmax", "_softmax"}
+_SOFTMAX_RULE = (
+    "Exercise 1.1 asks for the softmax without torch.softmax (or F.softmax, nn.Softmax, log_softmax): "
+    "build it from exp, max and sum."
+)
 
 
 def _naive_softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -41,7 +50,15 @@ def _naive_softmax(x: Tensor, dim: int = -1) -> Tensor:
 def check_softmax(fn: Callable[[Tensor], Tensor]) -> str:
     """Check ``fn(x)``: softmax over the last dimension of ``x``, stable for large inputs. Chapter 1."""
     for x in _softmax_inputs():
-        got = call_student(fn, x.clone(), what="my_softmax")
+        try:
+            got = call_student_without(_SOFTMAX_FUNCTIONS, _SOFTMAX_RULE, fn, x.clone(), what="my_softmax")
+        except CheckFailed as failure:
+            if "must match the size of tensor" in str(failure):
+                raise CheckFailed(
+                    f"{failure} Did you forget keepdim=True? x.max(dim=-1) drops the last dimension, so the "
+                    "row maxima no longer line up with the rows of x."
+                ) from None
+            raise
         want = torch.softmax(x, dim=-1)
         mistakes = {
             "Subtract each row's maximum before exp: exp(1000) overflows to inf and inf/inf is NaN.":
@@ -51,7 +68,16 @@ def check_softmax(fn: Callable[[Tensor], Tensor]) -> str:
                 _naive_softmax(x - x.max()),
             "Did you forget the exp? Dividing the inputs by their sum is not a softmax.":
                 x / x.sum(dim=-1, keepdim=True),
+            "Subtract each row's maximum, not its minimum: x - min(x) is still huge for a wide row and exp "
+            "overflows.": _naive_softmax(x - x.min(dim=-1, keepdim=True).values),
+            "Normalise by the sum of the exponentials (e / e.sum(...)), not by their maximum.":
+                (lambda e: e / e.max(dim=-1, keepdim=True).values)((x - x.max(dim=-1, keepdim=True).values).exp()),
         }
+        if x.dim() == 2 and x.shape[0] == x.shape[1]:
+            m = x.max(dim=-1).values  # (4,)
+            e = (x - m).exp()  # m broadcasts along the last axis: column j gets row j's maximum
+            mistakes["Use keepdim=True in both max and sum: without it the row maxima and sums broadcast "
+                     "along the wrong axis (a square input hides the shape error)."] = e / e.sum(dim=-1)
         if x.dim() > 1:
             mistakes["Normalise over the last dimension (dim=-1), not over dim=0."] = torch.softmax(x, dim=0)
         if x.dim() > 2:
@@ -65,11 +91,13 @@ def check_softmax(fn: Callable[[Tensor], Tensor]) -> str:
 # ---------------------------------------------------------------- 1.2 scaled dot-product attention
 def _attention_variant(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, dim: int = -1,
-    fill: float = float("-inf"), invert: bool = False, fix_empty: bool = True,
+    fill: float = float("-inf"), invert: bool = False, fix_empty: bool = True, after: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """What attention computes with one deliberate change (scale, softmax dim, mask fill)."""
+    """What attention computes with one deliberate change (scale, softmax dim, mask fill, mask after softmax)."""
     scores = q @ k.transpose(-2, -1) / scale  # (B, T_q, T_k)
-    if mask is not None:
+    if mask is not None and after:
+        weights = torch.softmax(scores, dim=dim).masked_fill(~mask, 0.0)
+    elif mask is not None:
         keep = ~mask if invert else mask
         scores = scores.masked_fill(~keep, fill)
         if fix_empty:
@@ -121,6 +149,13 @@ def check_scaled_attention(fn: Callable[..., Any]) -> str:
         variants = {
             "Did you divide by d_k instead of sqrt(d_k)?": dict(scale=d_k),
             "Did you forget the scaling by 1/sqrt(d_k)?": dict(scale=1.0),
+            "Divide the scores by sqrt(d_k), do not multiply them by it.": dict(scale=1 / math.sqrt(d_k)),
+            "The mask must act before the softmax: set masked scores to -inf, then normalise. Zeroing "
+            "weights after the softmax leaves rows that no longer sum to 1.":
+                dict(scale=math.sqrt(d_k), after=True),
+            "A query whose keys are all masked should get zero weights: with a large negative number "
+            "(e.g. -1e9) instead of -inf such a row becomes uniform. Detect those rows (mask.any(dim=-1)) "
+            "and zero them.": dict(scale=math.sqrt(d_k), fill=-1e9, fix_empty=False),
             "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the "
             "queries (dim=-2).": dict(scale=math.sqrt(d_k), dim=-2),
             "The mask is inverted: True means keep (attend), False means masked.":
@@ -147,12 +182,19 @@ def check_scaled_attention(fn: Callable[..., Any]) -> str:
 def check_heads(split_heads: Callable[[Tensor, int], Tensor], merge_heads: Callable[[Tensor], Tensor]) -> str:
     """Check ``split_heads(x, n_heads)`` (B, T, d_model) -> (B, h, T, d_k) and ``merge_heads``. Chapter 1."""
     g = torch.Generator().manual_seed(13)
-    for B, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 2), (2, 1, 8, 4), (1, 4, 6, 1)]:
+    for B, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 2), (2, 1, 8, 4), (1, 4, 6, 1), (2, 3, 9, 3)]:
         x = torch.randn(B, T, d_model, generator=g)
         d_k = d_model // h
         want = x.view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
         got = call_student(split_heads, x.clone(), h, what="split_heads")
+        if isinstance(got, Tensor) and tuple(got.shape) == (B, T, h, d_k) and T != h:
+            raise CheckFailed(
+                f"split_heads(x of shape {(B, T, d_model)}, n_heads={h}) has shape {(B, T, h, d_k)}: after "
+                "view(B, T, h, d_k), transpose(1, 2) so heads come before tokens, (B, h, T, d_k)."
+            )
         mistakes = {
+            "After view(B, T, h, d_k), transpose(1, 2) so heads come before tokens, (B, h, T, d_k).":
+                x.view(B, T, h, d_k),
             "You viewed x straight as (B, h, T, d_k), which mixes tokens into heads: view as "
             "(B, T, h, d_k), then transpose(1, 2).": x.reshape(B, h, T, d_k),
             "d_model splits as (h, d_k), head first: view(B, T, h, d_k), not view(B, T, d_k, h).":
@@ -190,11 +232,14 @@ def _wrong_mha(ref: MultiHeadAttention, x: Tensor, mask: Tensor | None, mistake:
         q, k, v = (t.reshape(B, h, T, d_k) for t in (q, k, v))
     else:
         q, k, v = (ref.split_heads(t) for t in (q, k, v))  # (B, h, T, d_k)
-    scale = math.sqrt(d_model) if mistake == "sqrt-d-model" else math.sqrt(d_k)
+    scale = {"sqrt-d-model": math.sqrt(d_model), "no-scale": 1.0}.get(mistake, math.sqrt(d_k))
     scores = q @ k.transpose(-2, -1) / scale  # (B, h, T, T)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
+    keep = None if mask is None else (~mask if mistake == "invert-mask" else mask)
+    if keep is not None and mistake != "mask-after":
+        scores = scores.masked_fill(~keep, float("-inf"))
+    weights = torch.softmax(scores, dim=-2 if mistake == "softmax-dim" else -1)
+    if keep is not None and mistake == "mask-after":
+        weights = weights.masked_fill(~keep, 0.0)
     out = weights @ v  # (B, h, T, d_k)
     merged = out.reshape(B, T, d_model) if mistake == "bad-split" else ref.merge_heads(out)
     return (merged if mistake == "no-W_O" else ref.W_O(merged)), weights
@@ -236,6 +281,13 @@ def check_mha(cls: Callable[[int, int], nn.Module]) -> str:
                     ("sqrt-d-model", "Each head scales by sqrt(d_k) = sqrt(d_model / n_heads), not sqrt(d_model)."),
                     ("bad-split", "Split heads with view(B, T, h, d_k).transpose(1, 2), not view(B, h, T, d_k) "
                                   "(and merge back the same way)."),
+                    ("no-scale", "Did you forget to divide the scores by sqrt(d_k)?"),
+                    ("softmax-dim", "The softmax runs over the wrong dimension: normalise each query's row over "
+                                    "the keys (dim=-1), not over the queries (dim=-2)."),
+                    ("invert-mask", "The mask is inverted: True means keep (attend), False means masked, so "
+                                    "fill the scores where the mask is False (~mask)."),
+                    ("mask-after", "Apply the mask to the scores before the softmax (-inf where masked); zeroing "
+                                   "weights after the softmax leaves rows that do not sum to 1."),
                 ]
             }
         if not isinstance(got, tuple) or len(got) != 2:

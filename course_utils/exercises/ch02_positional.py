@@ -21,10 +21,10 @@ __all__ = ["check_alibi_slopes", "check_apply_rope", "check_shift_rotation", "ch
 # ---------------------------------------------------------------- 2.1 sinusoidal table
 def _pe_variant(
     T: int, d_model: int, base: float = 10000.0, swap: bool = False, exponent: str = "2i/d",
-    layout: str = "interleaved",
+    layout: str = "interleaved", start: int = 0,
 ) -> Tensor:
-    """The sinusoidal table with one deliberate change (base, sin/cos order, exponent, layout)."""
-    p = torch.arange(T, dtype=torch.float64).unsqueeze(1)  # (T, 1)
+    """The sinusoidal table with one deliberate change (base, sin/cos order, exponent, layout, first position)."""
+    p = torch.arange(start, start + T, dtype=torch.float64).unsqueeze(1)  # (T, 1)
     i = torch.arange(d_model // 2, dtype=torch.float64)  # (d_model/2,)
     if exponent == "2i/d":
         angles = p / base ** (2 * i / d_model)  # (T, d_model/2)
@@ -32,6 +32,8 @@ def _pe_variant(
         angles = p / base ** (i / d_model)
     elif exponent == "times":
         angles = p * base ** (2 * i / d_model)
+    elif exponent == "floor":  # 2 * i // d_model in integer arithmetic is 0 for every i
+        angles = p * torch.ones_like(i)
     else:
         raise ValueError(exponent)
     first, second = (torch.cos(angles), torch.sin(angles)) if swap else (torch.sin(angles), torch.cos(angles))
@@ -64,6 +66,10 @@ def check_sinusoidal(fn: Callable[[int, int], Tensor]) -> str:
                 _pe_variant(T, d_model, exponent="times"),
             "Interleave the columns (sin, cos, sin, cos, ...): you put all sines first, then all cosines.":
                 _pe_variant(T, d_model, layout="halves"),
+            "Positions start at 0: row p of the table is position p (use torch.arange(T)).":
+                _pe_variant(T, d_model, start=1),
+            "Every column has the same frequency: 2 * i // d_model is integer division and always 0. Use "
+            "float division (2 * i / d_model, with i a float tensor).": _pe_variant(T, d_model, exponent="floor"),
         }
         expect_close(got, want, f"my_sinusoidal_encoding({T}, {d_model})", mistakes, atol=1e-4)
     return "Your table matches the paper's formula, including PE[10, :4] for d_model = 64."
@@ -95,7 +101,12 @@ def check_shift_rotation(fn: Callable[[int, int], Tensor]) -> str:
                 _rotation_variant(k, d_model, exponent="i/d"),
             "Each 2x2 block turns by k * w_i, with the pair's own frequency w_i; you turned every block by k.":
                 _rotation_variant(k, d_model, exponent="same"),
+            "Each block turns by the angle k * w_i: you used w_i alone, as if k were 1.":
+                _rotation_variant(1, d_model),
         }
+        if k != 0:
+            mistakes["That is the identity matrix: a shift by k != 0 must rotate each pair."] = torch.eye(
+                d_model, dtype=torch.float64)
         expect_close(got, want, f"my_shift_rotation({k}, {d_model})", mistakes, atol=1e-5)
     R = call_student(fn, 7, 16, what="my_shift_rotation").double()
     err = (pe[:100] @ R.T - pe[7:107]).abs().max().item()
@@ -127,10 +138,10 @@ def _rope_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str) -> Tensor:
 def check_apply_rope(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> str:
     """Check ``fn(x, cos, sin)``: rotate adjacent pairs (2i, 2i+1) of x (..., T, d_k) by m w_i. Chapter 2."""
     g = torch.Generator().manual_seed(22)
-    for shape in [(2, 3, 6, 8), (5, 4), (1, 9, 16), (1, 2)]:
+    for shape, base in [((2, 3, 6, 8), 10000.0), ((5, 4), 10000.0), ((1, 9, 16), 500.0), ((1, 2), 10000.0)]:
         x = torch.randn(*shape, generator=g)
-        cos, sin = rope_tables(shape[-2], shape[-1])
-        got = call_student(fn, x.clone(), cos, sin, what="my_apply_rope")
+        cos, sin = rope_tables(shape[-2], shape[-1], base=base)
+        got = call_student(fn, x.clone(), cos.clone(), sin.clone(), what="my_apply_rope")
         want = apply_rope(x, cos, sin)
         mistakes = {
             "You paired dimension i with i + d_k/2 (the 'halves' convention of some libraries). That is a valid "
@@ -145,6 +156,10 @@ def check_apply_rope(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> str:
                 _rope_variant(x, cos, sin, "swap"),
             "Nothing was rotated: the output equals the input.": x,
         }
+        if base != 10000.0:  # tables rebuilt inside the function only show when the given ones differ
+            mistakes["Use the cos and sin tables passed in: you rebuilt them yourself (these use another base)."] = (
+                apply_rope(x, *rope_tables(shape[-2], shape[-1]))
+            )
         expect_close(got, want, f"my_apply_rope on x of shape {shape}", mistakes, atol=1e-5)
     return "The scores of rotated queries and keys now depend only on m - n."
 

@@ -23,11 +23,16 @@ __all__ = ["check_layer_norm", "check_masked_stats", "check_residual_sublayer", 
 
 # ---------------------------------------------------------------- 3.1 layer norm
 def _ln(x: Tensor, gamma: Tensor, beta: Tensor, eps: float, dim: int = -1, unbiased: bool = False,
-        eps_outside: bool = False, affine: bool = True) -> Tensor:
+        eps_outside: bool = False, affine: bool = True, swap: bool = False, no_sqrt: bool = False) -> Tensor:
     """Layer norm with one deliberate change (which dim, which variance, where eps goes, gamma/beta)."""
     mean = x.mean(dim=dim, keepdim=True)
     var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
-    y = (x - mean) / (var.sqrt() + eps if eps_outside else (var + eps).sqrt())
+    if no_sqrt:
+        y = (x - mean) / (var + eps)
+    else:
+        y = (x - mean) / (var.sqrt() + eps if eps_outside else (var + eps).sqrt())
+    if swap:
+        return beta * y + gamma
     return gamma * y + beta if affine else y
 
 
@@ -53,7 +58,13 @@ def check_layer_norm(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]) -> s
                 _ln(x, gamma, beta, eps, unbiased=True),
             "Did you forget gamma and beta? Scale by gamma and shift by beta after normalising.":
                 _ln(x, gamma, beta, eps, affine=False),
+            "gamma and beta are swapped: gamma scales (multiplies) and beta shifts (adds): gamma * y + beta.":
+                _ln(x, gamma, beta, eps, swap=True),
+            "Divide by the standard deviation sqrt(var + eps), not by the variance.":
+                _ln(x, gamma, beta, eps, no_sqrt=True),
         }
+        if eps != 1e-5:
+            mistakes["Use the eps argument: your result matches a fixed eps = 1e-5."] = _ln(x, gamma, beta, 1e-5)
         if x.dim() > 1 and x.shape[0] > 1:
             mistakes["Normalise each token over its features (dim=-1), not over the batch (dim=0)."] = (
                 _ln(x, gamma, beta, eps, dim=0)
@@ -94,6 +105,11 @@ def check_residual_sublayer(fn: Callable[[Tensor, Callable, Callable, str], Tens
                     "Did you forget the residual? Add x back: the identity path is the point of the exercise.":
                         norm(sublayer(x)) if placement == "post" else sublayer(norm(x)),
                 }
+                fresh = nn.LayerNorm(d)  # gamma = 1, beta = 0: what a LayerNorm built inside the function has
+                mistakes["Use the norm passed in as an argument; a new nn.LayerNorm built inside the function has "
+                         "its own gamma = 1 and beta = 0."] = (
+                    fresh(x + sublayer(x)) if placement == "post" else x + sublayer(fresh(x))
+                )
                 if placement == "post":
                     mistakes["Post-LN normalises the sum x + sublayer(x), not only the sublayer's output."] = (
                         x + norm(sublayer(x))
@@ -149,6 +165,10 @@ def check_vaswani_lr(fn: Callable[[int, int, int], float]) -> str:
         "Did you forget the factor d_model^-0.5 in front?": {"scaled": False},
         "Use min, not max: the schedule is the smaller of the two pieces.": {"pick": max},
     }
+    hard_coded = {
+        "Use the warmup argument: your values match a fixed warmup of 4000 steps.": {"warmup": 4000},
+        "Use the d_model argument: your values match a fixed d_model of 512.": {"d_model": 512},
+    }
     for d_model, warmup in [(512, 4000), (64, 10), (16, 2)]:
         steps = sorted({1, 2, 3, max(1, warmup // 2), warmup, warmup + 1, 3 * warmup, 50 * warmup})
         got = _lr_table(fn, steps, d_model, warmup)
@@ -157,6 +177,10 @@ def check_vaswani_lr(fn: Callable[[int, int, int], float]) -> str:
             hint: torch.tensor([_lr_formula(s, d_model, warmup, **change) for s in steps], dtype=torch.float64)
             for hint, change in variants.items()
         }
+        for hint, fixed in hard_coded.items():
+            args = {"d_model": d_model, "warmup": warmup, **fixed}
+            if (args["d_model"], args["warmup"]) != (d_model, warmup):
+                mistakes[hint] = torch.tensor([_lr_formula(s, **args) for s in steps], dtype=torch.float64)
         expect_close(got, want, f"my_lr at steps {steps} (d_model={d_model}, warmup={warmup})", mistakes,
                      atol=1e-12, rtol=1e-6)
     return f"Peak at step = warmup, e.g. {vaswani_lr(4000, 512, 4000):.3g} for d_model=512, warmup=4000."
@@ -184,6 +208,10 @@ def check_masked_stats(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]) ->
             "The mean includes the pad positions: average over the real tokens only (x[keep]).": flat.mean(0),
             "Divide by the number of real tokens (keep.sum()), not by B * T.": mean_wrong_count,
             "Average over the tokens (dim=0 of x[keep]), per feature.": x[keep].mean(0) * 0 + x[keep].mean(),
+            "The mask is inverted: keep is True on the real tokens, so average x[keep], not x[~keep].":
+                x[~keep].mean(0) if (~keep).any() else mean * float("nan"),
+            "Average over all real tokens at once, not per sequence first: sequences of different lengths "
+            "would weigh the same.": torch.stack([x[b][keep[b]].mean(0) for b in range(B)]).mean(0),
         })
         expect_close(got[1], var, f"the variance {what}", {
             "The variance includes the pad positions: use the real tokens only.": flat.var(0, unbiased=False),

@@ -64,6 +64,8 @@ def check_causal_mask(fn: Callable[[int], Tensor]) -> str:
                 full.tril(-1).view(1, 1, T, T),
             f"It is inverted: True marks the future here. {_CONVENTION}":
                 full.triu(1).view(1, 1, T, T),
+            "It masks nothing: every query sees the future. Keep only the lower triangle (tril).":
+                full.view(1, 1, T, T),
         })
     return "Lower triangle including the diagonal, shape (1, 1, T, T)."
 
@@ -94,6 +96,8 @@ def check_padding_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
             f"It is inverted: True marks the padding. {_CONVENTION}": ~want,
             "It does not depend on pad_id: compare with the pad_id argument, not a fixed 0.":
                 (tokens != 0).view(B, 1, 1, T),
+            f"It does not depend on pad_id and is inverted: compare tokens != pad_id. {_CONVENTION}":
+                (tokens == 0).view(B, 1, 1, T),
         })
     return "Shape (B, 1, 1, T_k), True on real tokens."
 
@@ -164,6 +168,9 @@ def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
             "Masked weights were zeroed after a plain softmax but the rows were not renormalised: "
             "mask the scores with -inf before the softmax.":
                 torch.softmax(s, dim=-1).masked_fill(~m, 0.0),
+            "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the queries.":
+                torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0).masked_fill(~m, 0.0),
+            "The mask was ignored: masked keys still get weight.": torch.softmax(s, dim=-1),
         })
     return "Kept rows sum to 1 and fully masked rows are zeros, like course_utils.attention."
 

@@ -19,7 +19,7 @@ from ..counting import encoder_layer_params
 from ..masks import causal_mask, padding_mask
 from ..model import DecoderBlock, Transformer, TransformerConfig
 from ..positional import sinusoidal_encoding
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
 
 __all__ = ["check_decoder_block", "check_embed", "check_encoder_layer_params", "check_ffn"]
 
@@ -38,16 +38,26 @@ def _find_linears(module: nn.Module, d_model: int, d_ff: int) -> tuple[nn.Linear
     return first[0], second[0]
 
 
+_SEED = 5
+
+
+def _drop(t: Tensor, p: float) -> Tensor:
+    """F.dropout(t, p) right after seeding the global RNG: the mask a seeded nn.Dropout would draw."""
+    torch.manual_seed(_SEED)
+    return F.dropout(t, p)
+
+
 @checker("5.1", "position-wise feed-forward network")
 def check_ffn(cls: Callable[..., nn.Module]) -> str:
     """Check ``cls(d_model, d_ff, dropout)``: Linear -> ReLU -> dropout -> Linear, back to d_model. Chapter 5."""
     g = torch.Generator().manual_seed(51)
-    for d_model, d_ff in ((8, 20), (6, 4)):
+    name = getattr(cls, "__name__", "your class")
+    for d_model, d_ff, p in ((8, 20, 0.1), (6, 4, 0.3), (8, 12, 0.0)):
         torch.manual_seed(d_model)
-        module = call_student(cls, d_model, d_ff, 0.1, what=f"{getattr(cls, '__name__', 'your class')}(d_model, d_ff)")
+        module = call_student(cls, d_model, d_ff, p, what=f"{name}(d_model={d_model}, d_ff={d_ff}, dropout={p})")
         if not isinstance(module, nn.Module):
             raise CheckFailed(f"the class should build an nn.Module, got {type(module).__name__}")
-        n = sum(p.numel() for p in module.parameters())
+        n = sum(q.numel() for q in module.parameters())
         want_n = 2 * d_model * d_ff + d_ff + d_model
         if n == 2 * d_model * d_ff:
             raise CheckFailed("the module has no biases: the paper's FFN is W_2 max(0, x W_1 + b_1) + b_2.")
@@ -59,6 +69,7 @@ def check_ffn(cls: Callable[..., nn.Module]) -> str:
         module.eval()  # dropout off: the comparison is deterministic
         for shape in ((2, 5, d_model), (1, 1, d_model)):
             x = torch.randn(*shape, generator=g)
+            torch.manual_seed(_SEED)  # a dropout left on in eval mode draws the masks _drop draws
             got = call_student(module, x, what="your FFN's forward")
             with torch.no_grad():
                 h = lin1(x)
@@ -70,13 +81,30 @@ def check_ffn(cls: Callable[..., nn.Module]) -> str:
                     "must be able to be negative.": torch.relu(lin2(torch.relu(h))),
                     "The paper's FFN uses ReLU, max(0, x), not GELU.": lin2(F.gelu(h)),
                     "The paper's FFN uses ReLU, max(0, x), not tanh or a sigmoid.": lin2(torch.tanh(h)),
+                    "In eval mode dropout must be off: use nn.Dropout (or F.dropout(..., training=self.training)), "
+                    "which does nothing after model.eval().": lin2(_drop(torch.relu(h), p)),
                 }
             expect_close(got, want, f"FFN output for input of shape {shape}", mistakes)
         module.train()
-        torch.manual_seed(0)
         x = torch.randn(4, 6, d_model, generator=g)
-        if torch.equal(call_student(module, x), call_student(module, x)):
-            raise CheckFailed("in training mode the FFN should apply dropout (nn.Dropout after the ReLU).")
+        torch.manual_seed(_SEED)  # the same dropout masks as _drop draws
+        got = call_student(module, x, what="your FFN's forward in training mode")
+        with torch.no_grad():
+            hidden = torch.relu(lin1(x))
+            want = lin2(_drop(hidden, p))
+            mistakes = {
+                f"in training mode the FFN should apply dropout with p=dropout ({p}) to the hidden activations: "
+                "nn.Dropout(dropout) after the ReLU.": lin2(hidden),
+                "Dropout goes on the hidden activations, after the ReLU and before the second linear layer, "
+                "not on the output.": _drop(lin2(hidden), p),
+                "Dropout goes on the hidden activations, after the ReLU, not on the input.":
+                    lin2(torch.relu(lin1(_drop(x, p)))),
+            }
+            if p != 0.1:
+                mistakes[f"Use the dropout argument (here {p}): your module drops with a fixed p = 0.1."] = (
+                    lin2(_drop(hidden, 0.1))
+                )
+        expect_close(got, want, f"FFN output in training mode with dropout={p}", mistakes)
     return "Two linear maps with a ReLU between them, applied to each position on its own."
 
 
@@ -88,13 +116,7 @@ def check_encoder_layer_params(fn: Callable[[int, int], int]) -> str:
     got_values = []
     for d, d_ff in cases:
         got = call_student(fn, d, d_ff, what="encoder_layer_params")
-        if isinstance(got, Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if isinstance(got, bool) or not isinstance(got, int):
-            raise CheckFailed(f"encoder_layer_params should return an int, got {type(got).__name__} {got!r}")
-        got_values.append(got)
+        got_values.append(as_int(got, f"encoder_layer_params({d}, {d_ff})"))
     got_t = torch.tensor(got_values, dtype=torch.float64)
 
     def table(mha: Callable[[int], int], ffn: Callable[[int, int], int], ln: Callable[[int], int]) -> Tensor:
@@ -118,6 +140,15 @@ def check_encoder_layer_params(fn: Callable[[int, int], int]) -> str:
             table(lambda d: 3 * (d * d + d), ffn, lambda d: 4 * d),
         "Did you give both FFN biases d_ff entries? b_1 has d_ff, b_2 has d_model.":
             table(mha, lambda d, f: 2 * d * f + 2 * f, lambda d: 4 * d),
+        "You are d_model short: one bias (of W_Q, W_K, W_V, W_O or the FFN's b_2) or one LayerNorm's gamma "
+        "or beta is missing.": table(mha, ffn, lambda d: 3 * d),
+        "You are d_ff short: the FFN's first bias b_1 (d_ff entries) is missing.":
+            table(mha, lambda d, f: 2 * d * f + d, lambda d: 4 * d),
+        "You counted d_model too many: is there an extra bias or LayerNorm vector?": table(mha, ffn, lambda d: 5 * d),
+        "Did you count the FFN's weights only once? W_1 is d_model x d_ff and W_2 is d_ff x d_model.":
+            table(mha, lambda d, f: d * f + d + f, lambda d: 4 * d),
+        "Did you count the decoder's layer? An encoder layer has one attention block; the decoder's has two "
+        "(self and cross) and three LayerNorms.": table(lambda d: 8 * (d * d + d), ffn, lambda d: 6 * d),
     }
     expect_close(got_t, want, "your counts for (d_model, d_ff) in " + str(list(cases)), mistakes, atol=0.5, rtol=0)
     return f"For the paper's base layer that is {encoder_layer_params(512, 2048):,} parameters."
@@ -126,18 +157,24 @@ def check_encoder_layer_params(fn: Callable[[int, int], int]) -> str:
 # ---------------------------------------------------------------- 5.3 decoder block wiring
 def _decoder_variant(block: DecoderBlock, x: Tensor, memory: Tensor, tgt_mask: Tensor | None,
                      src_mask: Tensor | None, kv_from_decoder: bool = False, residual: bool = True,
-                     pre_ln: bool = False) -> Tensor:
+                     pre_ln: bool = False, self_residual: bool = True, ffn_residual: bool = True,
+                     one_norm: bool = False) -> Tensor:
     """What a post-LN decoder block computes with one deliberate change."""
+    if one_norm:
+        x = block.norm1(x + block.self_attn(x, mask=tgt_mask)[0])
+        x = block.norm1(x + block.cross_attn(x, memory, memory, mask=src_mask)[0])
+        return block.norm1(x + block.ffn(x))
     if pre_ln:
         x = x + block.self_attn(block.norm1(x), mask=tgt_mask)[0]
         kv = block.norm2(x) if kv_from_decoder else memory
         x = x + block.cross_attn(block.norm2(x), kv, kv, mask=None if kv_from_decoder else src_mask)[0]
         return x + block.ffn(block.norm3(x))
-    x = block.norm1(x + block.self_attn(x, mask=tgt_mask)[0])
+    a = block.self_attn(x, mask=tgt_mask)[0]
+    x = block.norm1(x + a if self_residual else a)
     kv = x if kv_from_decoder else memory
     c = block.cross_attn(x, kv, kv, mask=tgt_mask if kv_from_decoder else src_mask)[0]
     x = block.norm2(x + c if residual else c)
-    return block.norm3(x + block.ffn(x))
+    return block.norm3(x + block.ffn(x) if ffn_residual else block.ffn(x))
 
 
 @checker("5.3", "decoder block wiring")
@@ -177,6 +214,12 @@ def check_decoder_block(fn: Callable[..., Tensor]) -> str:
                     _decoder_variant(block, x, memory, tgt_mask, src_mask, residual=False),
                 "This block is post-LN (the paper's): LayerNorm after the residual add, norm(x + sublayer(x)); "
                 "you wrote pre-LN.": _decoder_variant(block, x, memory, tgt_mask, src_mask, pre_ln=True),
+                "Add the residual around self-attention: norm1(x + self_attn(...)).":
+                    _decoder_variant(block, x, memory, tgt_mask, src_mask, self_residual=False),
+                "Add the residual around the FFN: norm3(x + ffn(x)).":
+                    _decoder_variant(block, x, memory, tgt_mask, src_mask, ffn_residual=False),
+                "Each sub-layer has its own LayerNorm: norm1 after self-attention, norm2 after cross-attention, "
+                "norm3 after the FFN.": _decoder_variant(block, x, memory, tgt_mask, src_mask, one_norm=True),
             }
             expect_close(got, want, f"decoder_block output for B={B}, T_tgt={T_tgt}, T_src={T_src}", mistakes)
     return "Queries from the decoder, keys and values from the encoder, a residual and a LayerNorm around each."
@@ -187,25 +230,38 @@ def check_decoder_block(fn: Callable[..., Tensor]) -> str:
 def check_embed(fn: Callable[..., Tensor]) -> str:
     """Check ``fn(tokens, embedding, pe)``: embedding(tokens) * sqrt(d_model) + PE[:T]. Chapter 5."""
     g = torch.Generator().manual_seed(54)
-    d_model = 16
-    embedding = nn.Embedding(10, d_model)
-    with torch.no_grad():
-        embedding.weight.copy_(torch.randn(10, d_model, generator=g) * 0.3)
-    pe = sinusoidal_encoding(12, d_model)  # (max_len, d_model)
-    for B, T in ((2, 5), (1, 1), (3, 12)):
-        tokens = torch.randint(0, 10, (B, T), generator=g)
+    for d_model, cases in ((16, ((2, 5), (1, 1), (3, 12))), (8, ((2, 7),))):
+        embedding = nn.Embedding(10, d_model)
         with torch.no_grad():
-            got: Any = call_student(fn, tokens, embedding, pe, what="embed")
-            e = embedding(tokens)  # (B, T, d_model)
-            want = e * math.sqrt(d_model) + pe[:T]
-            mistakes = {
-                "Multiply the embeddings by sqrt(d_model) (section 3.4 of the paper) before adding PE.": e + pe[:T],
-                "Scale by sqrt(d_model), not by d_model.": e * d_model + pe[:T],
-                "Divide? No: the embeddings are multiplied by sqrt(d_model).": e / math.sqrt(d_model) + pe[:T],
-                "Scale only the embeddings, then add PE: (E x sqrt(d_model)) + PE, not (E + PE) x sqrt(d_model).":
-                    (e + pe[:T]) * math.sqrt(d_model),
-            }
-        expect_close(got, want, f"embed output for tokens of shape {(B, T)}", mistakes)
+            embedding.weight.copy_(torch.randn(10, d_model, generator=g) * 0.3)
+        pe = sinusoidal_encoding(12, d_model)  # (max_len, d_model)
+        for B, T in cases:
+            tokens = torch.randint(0, 10, (B, T), generator=g)
+            try:
+                got: Any = call_student(fn, tokens, embedding, pe, what="embed")
+            except CheckFailed as failure:
+                if "must match the size of tensor" in str(failure):
+                    raise CheckFailed(
+                        f"{failure} pe holds max_len rows: add only the first T, pe[:tokens.shape[1]]."
+                    ) from None
+                raise
+            with torch.no_grad():
+                e = embedding(tokens)  # (B, T, d_model)
+                want = e * math.sqrt(d_model) + pe[:T]
+                mistakes = {
+                    "Multiply the embeddings by sqrt(d_model) (section 3.4 of the paper) before adding PE.":
+                        e + pe[:T],
+                    "Scale by sqrt(d_model), not by d_model.": e * d_model + pe[:T],
+                    "Divide? No: the embeddings are multiplied by sqrt(d_model).": e / math.sqrt(d_model) + pe[:T],
+                    "Scale only the embeddings, then add PE: (E x sqrt(d_model)) + PE, not (E + PE) x sqrt(d_model).":
+                        (e + pe[:T]) * math.sqrt(d_model),
+                    "Positions start at 0: add pe[:T], not pe[1:T + 1].": e * math.sqrt(d_model) + pe[1 : T + 1]
+                    if T < pe.shape[0] else want * float("nan"),
+                }
+                if d_model != 16:
+                    mistakes["Read d_model from the embedding (embedding.embedding_dim): your scale is a fixed "
+                             "sqrt(16) = 4."] = e * 4.0 + pe[:T]
+            expect_close(got, want, f"embed output for tokens of shape {(B, T)} and d_model={d_model}", mistakes)
     return "Token vectors and positions now have comparable sizes."
 
 

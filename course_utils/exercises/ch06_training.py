@@ -50,6 +50,10 @@ def check_shift_right(fn: Callable[[Tensor], Tensor]) -> None:
             "The first input token must be SOS (id 1), not PAD.":
                 torch.cat([torch.full((B, 1), PAD_ID), tgt_out[:, :-1]], dim=1).masked_fill(keep_eos == EOS_ID, PAD_ID),
             "You returned tgt_out unchanged: the input at step t must be the target of step t - 1.": tgt_out,
+            "Drop the last column of tgt_out, not the first: tgt_in = [SOS] + tgt_out[:, :-1].":
+                (lambda t: t.masked_fill(t == EOS_ID, PAD_ID))(torch.cat([sos, tgt_out[:, 1:]], dim=1)),
+            "EOS became PAD but SOS is missing: put SOS (id 1) in the first column, then tgt_out[:, :-1].":
+                tgt_out.masked_fill(tgt_out == EOS_ID, PAD_ID),
         }
         expect_close(got.long(), want, "shift_right(tgt_out)", mistakes=mistakes, atol=0, rtol=0)
 

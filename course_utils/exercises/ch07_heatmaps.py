@@ -11,11 +11,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from ..analysis import alignment_score, attention_entropy, copy_targets, reversal_targets
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
 
 __all__ = ["check_alignment_score", "check_copy_targets", "check_entropy", "check_strongest_head"]
 
@@ -121,6 +122,9 @@ def check_entropy(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
                 rows_all.mean(dim=(0, 2)),
             "Average the row entropies over the counting rows (mean), do not sum them.": rows.sum(0),
             "Entropy is minus the sum of p log p: the sign is flipped.": -want,
+            "Use the natural logarithm (nats), not log10.": want / math.log(10),
+            "A row's entropy is the sum of -p log p over its keys, not the mean over keys.":
+                want / weights.shape[-1],
         }
         expect_close(got, want, f"my_entropy on weights of shape {tuple(weights.shape)}", mistakes)
     one_hot = torch.zeros(1, 2, 3, 5)
@@ -136,13 +140,12 @@ def check_entropy(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
 def _as_pair(got: Any, flat: int) -> tuple[int, int]:
     if isinstance(got, Tensor) and got.numel() == 1:
         got = int(got)
-    if isinstance(got, int):
+    if isinstance(got, (int, np.integer)) and not isinstance(got, bool):
         hint = " Turn the flat index into (layer, head) with divmod(index, n_heads)." if got == flat else ""
-        raise CheckFailed(f"strongest_head should return a pair (layer, head), got the int {got}.{hint}")
-    try:
-        pair = tuple(int(v) for v in got)
-    except (TypeError, ValueError):
-        raise CheckFailed(f"strongest_head should return a pair of ints (layer, head), got {got!r}") from None
+        raise CheckFailed(f"strongest_head should return a pair (layer, head), got the int {int(got)}.{hint}")
+    if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
+        raise CheckFailed(f"strongest_head should return a pair of ints (layer, head), got {type(got).__name__}")
+    pair = tuple(as_int(v, "each entry of strongest_head's pair") for v in got)
     if len(pair) != 2:
         raise CheckFailed(f"strongest_head should return a pair (layer, head), got {len(pair)} values")
     return pair[0], pair[1]
@@ -159,6 +162,12 @@ def check_strongest_head(fn: Callable[[Tensor], Any]) -> str:
             lambda s: divmod(int(s.argmin()), s.shape[1]),
         "divide the flat index by the number of heads (columns), not of layers.":
             lambda s: divmod(int(s.argmax()), s.shape[0]),
+        "indices count from 0: the first layer and the first head are 0, not 1 (you added 1 to the head).":
+            lambda s: (lambda lh: (lh[0], lh[1] + 1))(divmod(int(s.argmax()), s.shape[1])),
+        "indices count from 0: the first layer and the first head are 0, not 1 (you added 1 to both).":
+            lambda s: (lambda lh: (lh[0] + 1, lh[1] + 1))(divmod(int(s.argmax()), s.shape[1])),
+        "you took the largest score of each layer and then the first layer, not the overall largest score.":
+            lambda s: (0, int(s[0].argmax())),
     }
     answers = []
     for shape in [(3, 4), (2, 5), (1, 3), (4, 1), (2, 2), (3, 4), (2, 3)]:
@@ -196,6 +205,9 @@ def check_copy_targets(fn: Callable[[Tensor, int], Tensor]) -> str:
             "Off by one: output step t predicts character t and copies source position t (the decoder "
             "input is shifted, the output is not).": torch.where(real, t - 1, -1),
             "Off by one: output step t copies source position t, not t+1.": torch.where(real, t + 1, -1),
+            "Use < L, not <= L: the EOS step (t = L) copies nothing and gets -1.":
+                torch.where(t <= src_lengths.unsqueeze(1), t, -1),
+            "Use -1 (not 0) for the steps that copy nothing.": torch.where(real, t, 0),
         }
         expect_close(got.long(), want, f"my_copy_targets({lengths}, {T_q})", mistakes)
     return "A copy model's cross-attention should light up the main diagonal."

@@ -9,14 +9,20 @@ one readable line.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any, ParamSpec
 
+import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 P = ParamSpec("P")
+
+PASS, FAIL, TODO = "\u2713", "\u2717", "\u2026"  # check mark, ballot x, ellipsis: in every system font
 
 
 class CheckFailed(Exception):
@@ -59,44 +65,77 @@ def checker(exercise: str, title: str) -> Callable[[Callable[P, str | None]], Ca
             except (NotDoneYet, NotImplementedError):  # a stub reached directly, not via call_student
                 result = CheckResult(
                     exercise, False,
-                    f"⏳ {label}: not implemented yet. Replace the `raise NotImplementedError` "
+                    f"{TODO} {label}: not implemented yet. Replace the `raise NotImplementedError` "
                     "line with your code and run the cell again.",
                     not_implemented=True,
                 )
             except CheckFailed as failure:
-                result = CheckResult(exercise, False, f"❌ {label}: {failure}")
+                result = CheckResult(exercise, False, f"{FAIL} {label}: {failure}")
             except Exception as error:  # a bug we did not foresee: still no traceback
                 result = CheckResult(
                     exercise, False,
-                    f"❌ {label}: checking stopped with {type(error).__name__}: {error}. "
+                    f"{FAIL} {label}: checking stopped with {type(error).__name__}: {_one_line(error)}. "
                     "Check that your code returns what the exercise asks for.",
                 )
             else:
                 tail = f" {extra}" if extra else ""
-                result = CheckResult(exercise, True, f"✅ {label}: all checks passed.{tail}")
+                result = CheckResult(exercise, True, f"{PASS} {label}: all checks passed.{tail}")
             print(result.message)
             return result
 
+        run.exercise = exercise  # type: ignore[attr-defined]  # lets course_utils.student find the solution
         return run
 
     return wrap
 
 
+def _one_line(error: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, clipped: never a multi-line module repr."""
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
 def describe(x: Any) -> str:
-    """Short description of an argument for messages: tensors by shape and dtype."""
+    """Short description of an argument for messages: tensors by shape and dtype, modules by class, one line."""
     if isinstance(x, Tensor):
         return f"tensor of shape {tuple(x.shape)} ({str(x.dtype).replace('torch.', '')})"
+    if isinstance(x, nn.Module):
+        return f"a {type(x).__name__} module"
     if isinstance(x, (list, tuple)):
         return "(" + ", ".join(describe(v) for v in x) + ")"
-    return repr(x)
+    if isinstance(x, type):
+        return f"the class {x.__name__}"
+    if callable(x):
+        return f"the function {getattr(x, '__name__', type(x).__name__)}"
+    text = repr(x).splitlines()[0] if repr(x) else repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _snapshot(args: tuple[Any, ...], kwargs: dict[str, Any], fn: Any) -> list[tuple[str, Tensor, Tensor]]:
+    """(label, live tensor, copy) for every tensor argument and every parameter/buffer of a module argument."""
+    out: list[tuple[str, Tensor, Tensor]] = []
+    items = [(f"argument {i + 1}", a) for i, a in enumerate(args)] + [(f"argument {k}", v) for k, v in kwargs.items()]
+    for label, value in items:
+        if isinstance(value, Tensor):
+            out.append((f"its input ({label}, {describe(value)})", value, value.detach().clone()))
+        elif isinstance(value, nn.Module) and value is not fn:
+            for name, t in list(value.named_parameters()) + list(value.named_buffers()):
+                out.append((f"{name} of the {type(value).__name__} passed as {label}", t, t.detach().clone()))
+    return out
 
 
 def call_student(fn: Callable[..., Any], *args: Any, what: str = "your function", **kwargs: Any) -> Any:
-    """Call the learner's code; turn a stub into NotDoneYet and any crash into a readable CheckFailed."""
+    """Call the learner's code; turn a stub into NotDoneYet and any crash into a readable CheckFailed.
+
+    Tensor arguments (and the weights of module arguments) must come back unchanged: a function
+    that modifies its input in place fails with a message that says so.
+    """
     if not callable(fn):
-        raise CheckFailed(f"expected a function or class, got {type(fn).__name__} {fn!r}")
+        raise CheckFailed(f"expected a function or class, got {describe(fn)}")
+    before = _snapshot(args, kwargs, fn)
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except NotImplementedError:
         raise NotDoneYet() from None
     except Exception as error:
@@ -104,8 +143,81 @@ def call_student(fn: Callable[..., Any], *args: Any, what: str = "your function"
         if kwargs:
             inputs += (", " if inputs else "") + ", ".join(f"{k}={describe(v)}" for k, v in kwargs.items())
         raise CheckFailed(
-            f"{what} raised {type(error).__name__}: {error} (called with {inputs})"
+            f"{what} raised {type(error).__name__}: {_one_line(error)} (called with {inputs})"
         ) from None
+    for label, live, copy in before:
+        now = live.detach()
+        same = now.shape == copy.shape and (
+            torch.equal(now, copy)
+            or (now.is_floating_point() and bool(torch.allclose(now, copy, rtol=0.0, atol=0.0, equal_nan=True)))
+        )
+        if not same:
+            raise CheckFailed(
+                f"{what} modified {label} in place. Leave the inputs unchanged: write y = x - m instead "
+                "of x -= m, and avoid in-place methods such as x.sub_(...), x.masked_fill_(...) or x[...] = ..."
+            )
+    return result
+
+
+class _Recorder(TorchFunctionMode):
+    """Records which torch functions are called while it is active."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names, self.seen = names, set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        name = getattr(func, "__name__", "")
+        if name in self.names:
+            self.seen.add(name)
+        return func(*args, **(kwargs or {}))
+
+
+def call_student_without(
+    forbidden: set[str], rule: str, fn: Callable[..., Any], *args: Any, what: str = "your function", **kwargs: Any
+) -> Any:
+    """Like :func:`call_student`, but fail with ``rule`` when the learner calls a ``forbidden`` torch function."""
+    recorder = _Recorder(forbidden)
+    with recorder:
+        result = call_student(fn, *args, what=what, **kwargs)
+    if recorder.seen:
+        raise CheckFailed(f"{what} calls {', '.join(sorted(recorder.seen))}. {rule}")
+    return result
+
+
+def as_int(got: Any, what: str) -> int:
+    """The learner's integer answer as an int: Python, NumPy and 0-d torch integers all count."""
+    if isinstance(got, Tensor) and got.numel() == 1 and not got.is_floating_point() and got.dtype != torch.bool:
+        return int(got.item())
+    if isinstance(got, Tensor) and got.numel() == 1 and got.is_floating_point() and float(got.item()).is_integer():
+        return int(got.item())
+    if isinstance(got, (float, np.floating)) and math.isfinite(got) and float(got).is_integer():
+        return int(got)
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (Integral, np.integer)):
+        raise CheckFailed(f"{what} should return an int, got {type(got).__name__} {describe(got)}")
+    return int(got)
+
+
+def as_number(got: Any, what: str) -> float:
+    """The learner's numeric answer as a float: Python, NumPy and 0-d torch numbers all count."""
+    if isinstance(got, Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, np.generic) and not isinstance(got, np.bool_):
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, Real):
+        raise CheckFailed(f"{what} should return a number, got {type(got).__name__} {describe(got)}")
+    return float(got)
+
+
+def fmt_number(value: float, other: float | None = None) -> str:
+    """A number for messages: integers exactly, else as many digits as it takes to differ from ``other``."""
+    if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    for digits in (4, 6, 8, 10, 12, 17):
+        text = f"{value:.{digits}g}"
+        if other is None or text != f"{other:.{digits}g}":
+            return text
+    return repr(value)
 
 
 def expect_tensor(got: Any, what: str, shape: tuple[int, ...] | torch.Size | None = None) -> Tensor:
@@ -148,7 +260,8 @@ def expect_close(
     diff = (got.detach().double() - want.detach().double()).abs()
     diff = torch.nan_to_num(diff, nan=float("inf"))  # NaN in either tensor counts as the largest difference
     where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+    g, w = float(got[where].item()), float(want[where].item())
     raise CheckFailed(
-        f"{what} differs from the reference: largest difference {diff.max().item():.3g} "
-        f"at index {where} (got {got[where].item():.4g}, expected {want[where].item():.4g})."
+        f"{what} differs from the reference: largest difference {fmt_number(diff.max().item())} "
+        f"at index {where} (got {fmt_number(g, w)}, expected {fmt_number(w, g)})."
     )

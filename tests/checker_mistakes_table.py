@@ -1,0 +1,926 @@
+# ruff: noqa: E501  (a table of one-line learner answers reads better unwrapped)
+"""Realistic learner answers for every checker: right ones in different styles and typical mistakes.
+
+One row = (exercise, checker, answer, expected): ``expected`` is None for a right answer (the
+checker must pass), else words the failure message must contain. Used by
+tests/test_checker_mistakes.py; run ``.venv/bin/python tests/test_checker_mistakes.py`` for the counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.attention import scaled_dot_product_attention
+from course_utils.data import EOS_ID, PAD_ID, SOS_ID
+from course_utils.exercises import (
+    ch01_attention as c1,
+)
+from course_utils.exercises import (
+    ch02_positional as c2,
+)
+from course_utils.exercises import (
+    ch03_norm as c3,
+)
+from course_utils.exercises import (
+    ch04_masking as c4,
+)
+from course_utils.exercises import (
+    ch05_transformer as c5,
+)
+from course_utils.exercises import (
+    ch06_training as c6,
+)
+from course_utils.exercises import (
+    ch07_heatmaps as c7,
+)
+
+Row = tuple[str, Callable[..., Any], tuple[Any, ...], str | None]
+ROWS: list[Row] = []
+INPLACE = "in place"
+
+
+def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
+    ROWS.append((ex, check, answer, None))
+
+
+def wrong(ex: str, check: Callable[..., Any], hint: str, *answer: Any) -> None:
+    ROWS.append((ex, check, answer, hint))
+
+
+# ================================================================ 1.1 softmax
+def sm_max(x):
+    e = (x - x.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def sm_logsumexp(x):
+    return (x - torch.logsumexp(x, dim=-1, keepdim=True)).exp()
+
+
+def sm_inplace(x):
+    x -= x.max(dim=-1, keepdim=True).values
+    e = x.exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def sm_no_keepdim(x):
+    e = (x - x.max(dim=-1).values).exp()
+    return e / e.sum(dim=-1)
+
+
+right("1.1", c1.check_softmax, sm_max)
+right("1.1", c1.check_softmax, sm_logsumexp)
+wrong("1.1", c1.check_softmax, "Subtract each row's maximum before exp", lambda x: x.exp() / x.exp().sum(-1, keepdim=True))
+wrong("1.1", c1.check_softmax, "not the maximum of the whole tensor",
+      lambda x: (x - x.max()).exp() / (x - x.max()).exp().sum(-1, keepdim=True))
+wrong("1.1", c1.check_softmax, "not its minimum",
+      lambda x: (x - x.min(-1, keepdim=True).values).exp() / (x - x.min(-1, keepdim=True).values).exp().sum(
+          -1, keepdim=True))
+wrong("1.1", c1.check_softmax, "without torch.softmax", lambda x: torch.softmax(x, dim=-1))
+wrong("1.1", c1.check_softmax, "without torch.softmax", lambda x: F.log_softmax(x, dim=-1).exp())
+wrong("1.1", c1.check_softmax, INPLACE, sm_inplace)
+wrong("1.1", c1.check_softmax, "keepdim=True", sm_no_keepdim)
+wrong("1.1", c1.check_softmax, "not over dim=0", lambda x: sm_max(x.transpose(0, -1)).transpose(0, -1))
+wrong("1.1", c1.check_softmax, "forget the exp", lambda x: x / x.sum(-1, keepdim=True))
+
+
+# ================================================================ 1.2 attention
+def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, after=False, inplace=False):
+    def attention(q, k, v, mask=None):
+        d_k = q.shape[-1]
+        if inplace:
+            q /= math.sqrt(d_k)
+            s = q @ k.transpose(-2, -1)
+        else:
+            s = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale(d_k))
+        if mask is not None and not after:
+            keep = ~mask if invert else mask
+            s = s.masked_fill(~keep, fill)
+            if fix_empty:
+                s = s.masked_fill(~keep.any(-1, keepdim=True), 0.0)
+        w = torch.softmax(s, dim=dim)
+        if mask is not None and (after or fix_empty):
+            w = w.masked_fill(~(~mask if invert else mask), 0.0)
+        return w @ v, w
+
+    return attention
+
+
+def att_einsum(q, k, v, mask=None):
+    s = torch.einsum("...qd,...kd->...qk", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        s = torch.where(mask, s, torch.tensor(float("-inf")))
+        empty = ~mask.any(-1, keepdim=True)
+        s = torch.where(empty, torch.zeros_like(s), s)
+    w = s.softmax(-1)
+    if mask is not None:
+        w = w * mask
+    return torch.einsum("...qk,...kd->...qd", w, v), w
+
+
+right("1.2", c1.check_scaled_attention, lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask))
+right("1.2", c1.check_scaled_attention, att_einsum)
+wrong("1.2", c1.check_scaled_attention, "divide by d_k instead of sqrt(d_k)", att(scale=lambda d: d))
+wrong("1.2", c1.check_scaled_attention, "forget the scaling", att(scale=lambda d: 1.0))
+wrong("1.2", c1.check_scaled_attention, "wrong dimension", att(dim=-2))
+wrong("1.2", c1.check_scaled_attention, "inverted", att(invert=True))
+wrong("1.2", c1.check_scaled_attention, "before the softmax", att(after=True))
+wrong("1.2", c1.check_scaled_attention, "-1e9", att(fill=-1e9, fix_empty=False))
+wrong("1.2", c1.check_scaled_attention, "NaN", att(fix_empty=False))
+wrong("1.2", c1.check_scaled_attention, INPLACE, att(inplace=True))
+wrong("1.2", c1.check_scaled_attention, "tuple (output, weights)", lambda q, k, v, mask=None: att()(q, k, v, mask)[0])
+
+
+# ================================================================ 1.3 heads
+def split_ref(x, h):
+    B, T, d = x.shape
+    return x.view(B, T, h, d // h).transpose(1, 2)
+
+
+def merge_ref(x):
+    B, h, T, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, T, h * d_k)
+
+
+def split_einops_style(x, h):
+    B, T, d = x.shape
+    return x.reshape(B, T, h, -1).permute(0, 2, 1, 3).contiguous()
+
+
+def merge_permute(x):
+    B, h, T, d_k = x.shape
+    return x.permute(0, 2, 1, 3).contiguous().view(B, T, -1)
+
+
+def merge_inplace_like(x):
+    x.mul_(1.0)  # harmless value-wise, but writes to the input
+    x += 0.0
+    y = x.clone()
+    x.zero_()
+    return merge_ref(y)
+
+
+right("1.3", c1.check_heads, split_ref, merge_ref)
+right("1.3", c1.check_heads, split_einops_style, merge_permute)
+wrong("1.3", c1.check_heads, "view as (B, T, h, d_k), then transpose",
+      lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), merge_ref)
+wrong("1.3", c1.check_heads, "head first", lambda x, h: x.view(*x.shape[:2], -1, h).permute(0, 3, 1, 2), merge_ref)
+wrong("1.3", c1.check_heads, "Transpose the heads back", split_ref, lambda x: x.reshape(x.shape[0], x.shape[2], -1))
+wrong("1.3", c1.check_heads, "not contiguous", split_ref,
+      lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1))
+wrong("1.3", c1.check_heads, "transpose(1, 2) so heads come before tokens", lambda x, h: x.view(*x.shape[:2], h, -1),
+      merge_ref)
+wrong("1.3", c1.check_heads, INPLACE, split_ref, merge_inplace_like)
+wrong("1.3", c1.check_heads, "n_heads=", lambda x, h: split_ref(x, 2) if x.shape[-1] % 2 == 0 else split_ref(x, 1),
+      merge_ref)
+
+
+# ================================================================ 1.4 multi-head attention
+class MHA(nn.Module):
+    """A learner's multi-head attention with switches for typical mistakes."""
+
+    def __init__(self, d_model, n_heads, mistake=""):
+        super().__init__()
+        self.h, self.d_k, self.mistake = n_heads, d_model // n_heads, mistake
+        self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Linear(d_model, d_model) for _ in range(4))
+        if mistake == "extra":
+            self.extra = nn.Linear(d_model, d_model)
+
+    def forward(self, x, mask=None):
+        B, T, d = x.shape
+        m = self.mistake
+
+        def split(t):
+            return t.reshape(B, self.h, T, self.d_k) if m == "bad-split" else t.view(B, T, self.h, self.d_k).transpose(1, 2)
+
+        q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
+        scale = {"sqrt-d-model": math.sqrt(d), "no-scale": 1.0}.get(m, math.sqrt(self.d_k))
+        s = q @ k.transpose(-2, -1) / scale
+        if mask is not None and m != "mask-after":
+            s = s.masked_fill(mask if m == "invert" else ~mask, float("-inf"))
+        w = torch.softmax(s, dim=-2 if m == "dim" else -1)
+        if mask is not None and m == "mask-after":
+            w = w.masked_fill(~mask, 0.0)
+        out = w @ v
+        merged = out.reshape(B, T, d) if m == "bad-split" else out.transpose(1, 2).reshape(B, T, d)
+        if m == "inplace":
+            x.zero_()
+        return (merged if m == "no-W_O" else self.W_O(merged)), w
+
+
+class MHAUsingReference(nn.Module):
+    """Right answer in another style: one fused projection call per weight, scaled_dot_product_attention."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.W_Q = nn.Linear(d_model, d_model)
+        self.W_K = nn.Linear(d_model, d_model)
+        self.W_V = nn.Linear(d_model, d_model)
+        self.W_O = nn.Linear(d_model, d_model)
+
+    def forward(self, x, mask=None):
+        B, T, d = x.shape
+        heads = [t.unflatten(-1, (self.n_heads, -1)).transpose(1, 2) for t in (self.W_Q(x), self.W_K(x), self.W_V(x))]
+        out, w = scaled_dot_product_attention(*heads, mask)
+        return self.W_O(out.transpose(1, 2).flatten(-2)), w
+
+
+def mha(mistake=""):
+    return lambda d, h: MHA(d, h, mistake)
+
+
+right("1.4", c1.check_mha, mha())
+right("1.4", c1.check_mha, MHAUsingReference)
+wrong("1.4", c1.check_mha, "output projection W_O", mha("no-W_O"))
+wrong("1.4", c1.check_mha, "not sqrt(d_model)", mha("sqrt-d-model"))
+wrong("1.4", c1.check_mha, "Split heads with view(B, T, h, d_k)", mha("bad-split"))
+wrong("1.4", c1.check_mha, "divide the scores by sqrt(d_k)", mha("no-scale"))
+wrong("1.4", c1.check_mha, "wrong dimension", mha("dim"))
+wrong("1.4", c1.check_mha, "inverted", mha("invert"))
+wrong("1.4", c1.check_mha, "before the softmax", mha("mask-after"))
+wrong("1.4", c1.check_mha, "Extra layers", mha("extra"))
+wrong("1.4", c1.check_mha, INPLACE, mha("inplace"))
+wrong("1.4", c1.check_mha, "n_heads", lambda d, h: MHA(d, 1))
+
+
+# ================================================================ 2.1 sinusoidal
+def pe_loop(T, d_model):
+    pe = torch.zeros(T, d_model)
+    for p in range(T):
+        for i in range(d_model // 2):
+            angle = p / 10000 ** (2 * i / d_model)
+            pe[p, 2 * i], pe[p, 2 * i + 1] = math.sin(angle), math.cos(angle)
+    return pe
+
+
+def pe_vector(T, d_model, base=10000.0, start=0, exp_num=2, swap=False, halves=False, integer=False):
+    p = torch.arange(start, start + T, dtype=torch.float32)[:, None]
+    i = torch.arange(d_model // 2)
+    expo = (exp_num * i // d_model) if integer else exp_num * i.float() / d_model
+    ang = p / base ** expo
+    a, b = (ang.cos(), ang.sin()) if swap else (ang.sin(), ang.cos())
+    return torch.cat([a, b], -1) if halves else torch.stack([a, b], -1).flatten(-2)
+
+
+right("2.1", c2.check_sinusoidal, pe_loop)
+right("2.1", c2.check_sinusoidal, pe_vector)
+wrong("2.1", c2.check_sinusoidal, "swapped", lambda T, d: pe_vector(T, d, swap=True))
+wrong("2.1", c2.check_sinusoidal, "you used i/d_model", lambda T, d: pe_vector(T, d, exp_num=1))
+wrong("2.1", c2.check_sinusoidal, "not 1000", lambda T, d: pe_vector(T, d, base=1000.0))
+wrong("2.1", c2.check_sinusoidal, "Interleave", lambda T, d: pe_vector(T, d, halves=True))
+wrong("2.1", c2.check_sinusoidal, "Positions start at 0", lambda T, d: pe_vector(T, d, start=1))
+wrong("2.1", c2.check_sinusoidal, "integer division", lambda T, d: pe_vector(T, d, integer=True))
+wrong("2.1", c2.check_sinusoidal, "should have shape", lambda T, d: pe_vector(50, 64))  # sizes hard-coded
+
+
+# ================================================================ 2.2 shift rotation
+def rot(k, d, sign=1.0, exp=lambda i, dd: 2 * i / dd, kk=None):
+    R = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        a = (k if kk is None else kk) / 10000 ** exp(i, d)
+        c, s = math.cos(a), math.sin(a)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1], R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = c, sign * s, -sign * s, c
+    return R
+
+
+def rot_blocks(k, d):
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    c, s = torch.cos(k * w), torch.sin(k * w)
+    return torch.block_diag(*[torch.stack([torch.stack([ci, si]), torch.stack([-si, ci])]) for ci, si in zip(c, s, strict=True)])
+
+
+right("2.2", c2.check_shift_rotation, rot)
+right("2.2", c2.check_shift_rotation, rot_blocks)
+wrong("2.2", c2.check_shift_rotation, "shifts backwards", lambda k, d: rot(k, d, sign=-1.0))
+wrong("2.2", c2.check_shift_rotation, "exponent i/d_model", lambda k, d: rot(k, d, exp=lambda i, dd: i / dd))
+wrong("2.2", c2.check_shift_rotation, "every block by k", lambda k, d: rot(k, d, exp=lambda i, dd: 0.0))
+wrong("2.2", c2.check_shift_rotation, "identity matrix", lambda k, d: torch.eye(d))
+wrong("2.2", c2.check_shift_rotation, "as if k were 1", lambda k, d: rot(k, d, kk=1))
+wrong("2.2", c2.check_shift_rotation, "should have shape", lambda k, d: rot(k, 16))  # d_model hard-coded
+
+
+# ================================================================ 2.3 RoPE
+def rope_ref(x, cos, sin):
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+
+def rope_complex(x, cos, sin):
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(z * torch.complex(cos.double(), sin.double())).flatten(-2).to(x.dtype)
+
+
+def rope_inplace(x, cos, sin):
+    out = rope_ref(x, cos, sin)
+    x.copy_(out)
+    return x
+
+
+def rope_rebuilt(x, cos, sin):
+    from course_utils.positional import rope_tables
+
+    c, s = rope_tables(x.shape[-2], x.shape[-1])
+    return rope_ref(x, c, s)
+
+
+def rope_halves(x, cos, sin):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+right("2.3", c2.check_apply_rope, rope_ref)
+right("2.3", c2.check_apply_rope, rope_complex)
+wrong("2.3", c2.check_apply_rope, "halves", rope_halves)
+wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: rope_ref(x, c, -s))
+wrong("2.3", c2.check_apply_rope, "back to their places", lambda x, c, s: torch.cat(
+    [x[..., 0::2] * c - x[..., 1::2] * s, x[..., 0::2] * s + x[..., 1::2] * c], -1))
+wrong("2.3", c2.check_apply_rope, "swapped", lambda x, c, s: rope_ref(x, s, c))
+wrong("2.3", c2.check_apply_rope, "Nothing was rotated", lambda x, c, s: x.clone())
+wrong("2.3", c2.check_apply_rope, INPLACE, rope_inplace)
+wrong("2.3", c2.check_apply_rope, "tables passed in", rope_rebuilt)
+
+
+# ================================================================ 2.4 ALiBi
+right("2.4", c2.check_alibi_slopes, lambda n: torch.tensor([2 ** (-8 * (h + 1) / n) for h in range(n)]))
+right("2.4", c2.check_alibi_slopes, lambda n: (2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32))
+wrong("2.4", c2.check_alibi_slopes, "Halving per head", lambda n: torch.tensor([2.0 ** -(h + 1) for h in range(n)]))
+wrong("2.4", c2.check_alibi_slopes, "not 1", lambda n: (2.0 ** (-8.0 / n)) ** torch.arange(0, n, dtype=torch.float32))
+wrong("2.4", c2.check_alibi_slopes, "Largest slope first",
+      lambda n: ((2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)).flip(0))
+wrong("2.4", c2.check_alibi_slopes, "positive numbers",
+      lambda n: -((2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)))
+wrong("2.4", c2.check_alibi_slopes, "should have shape", lambda n: torch.tensor([2.0 ** -(h + 1) for h in range(8)]))
+wrong("2.4", c2.check_alibi_slopes, "should be a torch.Tensor", lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)])
+
+
+# ================================================================ 3.1 layer norm
+def ln(dim=-1, unbiased=False, eps_out=False, affine=True, swap=False, fixed_eps=None, no_sqrt=False, inplace=False):
+    def layer_norm(x, gamma, beta, eps):
+        e = eps if fixed_eps is None else fixed_eps
+        mean = x.mean(dim, keepdim=True)
+        var = x.var(dim, keepdim=True, unbiased=unbiased)
+        if inplace:
+            x -= mean
+            y = x / (var + e).sqrt()
+        elif no_sqrt:
+            y = (x - mean) / (var + e)
+        else:
+            y = (x - mean) / (var.sqrt() + e if eps_out else (var + e).sqrt())
+        if swap:
+            return beta * y + gamma
+        return gamma * y + beta if affine else y
+
+    return layer_norm
+
+
+right("3.1", c3.check_layer_norm, ln())
+right("3.1", c3.check_layer_norm, lambda x, g, b, eps: F.layer_norm(x, x.shape[-1:], g, b, eps))
+wrong("3.1", c3.check_layer_norm, "eps inside the sqrt", ln(eps_out=True))
+wrong("3.1", c3.check_layer_norm, "biased variance", ln(unbiased=True))
+wrong("3.1", c3.check_layer_norm, "forget gamma and beta", ln(affine=False))
+wrong("3.1", c3.check_layer_norm, "not over the batch", ln(dim=0))
+wrong("3.1", c3.check_layer_norm, "gamma and beta are swapped", ln(swap=True))
+wrong("3.1", c3.check_layer_norm, "Use the eps argument", ln(fixed_eps=1e-5))
+wrong("3.1", c3.check_layer_norm, "not by the variance", ln(no_sqrt=True))
+wrong("3.1", c3.check_layer_norm, INPLACE, ln(inplace=True))
+
+
+# ================================================================ 3.2 residual sublayer
+def sub_ref(x, sublayer, norm, placement):
+    return norm(x + sublayer(x)) if placement == "post" else x + sublayer(norm(x))
+
+
+def sub_dict(x, sublayer, norm, placement):
+    return {"post": lambda: norm(x + sublayer(x)), "pre": lambda: x + sublayer(norm(x))}[placement]()
+
+
+def sub_fresh_norm(x, sublayer, norm, placement):
+    fresh = nn.LayerNorm(x.shape[-1])
+    return fresh(x + sublayer(x)) if placement == "post" else x + sublayer(fresh(x))
+
+
+def sub_inplace(x, sublayer, norm, placement):
+    if placement == "post":
+        x += sublayer(x)
+        return norm(x)
+    return x + sublayer(norm(x))
+
+
+right("3.2", c3.check_residual_sublayer, sub_ref)
+right("3.2", c3.check_residual_sublayer, sub_dict)
+wrong("3.2", c3.check_residual_sublayer, "pre-LN result for placement='post'",
+      lambda x, s, n, p: x + s(n(x)))
+wrong("3.2", c3.check_residual_sublayer, "forget the residual",
+      lambda x, s, n, p: n(s(x)) if p == "post" else s(n(x)))
+wrong("3.2", c3.check_residual_sublayer, "normalises the sum", lambda x, s, n, p: x + n(s(x)) if p == "post" else
+      x + s(n(x)))
+wrong("3.2", c3.check_residual_sublayer, "adds the raw x back", lambda x, s, n, p: n(x + s(x)) if p == "post" else
+      n(x) + s(n(x)))
+wrong("3.2", c3.check_residual_sublayer, "no norm after the sum", lambda x, s, n, p: n(x + s(x)) if p == "post" else
+      n(x + s(n(x))))
+wrong("3.2", c3.check_residual_sublayer, "Use the norm passed in", sub_fresh_norm)
+wrong("3.2", c3.check_residual_sublayer, INPLACE, sub_inplace)
+
+
+# ================================================================ 3.3 Vaswani schedule
+def lr(shift=0, warm=-1.5, decay=-0.5, scaled=True, pick=min, fixed=None, as_numpy=False):
+    def schedule(step, d_model, warmup):
+        if fixed:
+            d_model, warmup = fixed.get("d_model", d_model), fixed.get("warmup", warmup)
+        s = step + shift
+        value = (d_model ** -0.5 if scaled else 1.0) * pick(s ** decay, s * warmup ** warm)
+        return np.float32(value) if as_numpy else value
+
+    return schedule
+
+
+right("3.3", c3.check_vaswani_lr, lr())
+right("3.3", c3.check_vaswani_lr, lr(as_numpy=True))
+right("3.3", c3.check_vaswani_lr, lambda step, d, w: float(torch.tensor(d, dtype=torch.float64).rsqrt()
+                                                           * min(step ** -0.5, step / w ** 1.5)))
+wrong("3.3", c3.check_vaswani_lr, "not step + 1", lr(shift=1))
+wrong("3.3", c3.check_vaswani_lr, "did you use step - 1", lr(shift=-1))
+wrong("3.3", c3.check_vaswani_lr, "warm-up exponent", lr(warm=-0.5))
+wrong("3.3", c3.check_vaswani_lr, "decay exponent", lr(decay=-1.5))
+wrong("3.3", c3.check_vaswani_lr, "factor d_model^-0.5", lr(scaled=False))
+wrong("3.3", c3.check_vaswani_lr, "Use min, not max", lr(pick=max))
+wrong("3.3", c3.check_vaswani_lr, "Use the warmup argument", lr(fixed={"warmup": 4000}))
+wrong("3.3", c3.check_vaswani_lr, "Use the d_model argument", lr(fixed={"d_model": 512}))
+wrong("3.3", c3.check_vaswani_lr, "should return a number", lambda s, d, w: str(lr()(s, d, w)))
+
+
+# ================================================================ 3.4 masked statistics
+def stats_ref(x, keep):
+    t = x[keep]
+    return t.mean(0), t.var(0, unbiased=False)
+
+
+def stats_weighted(x, keep):
+    w = keep.unsqueeze(-1).to(x.dtype)
+    n = w.sum()
+    mean = (x * w).sum((0, 1)) / n
+    var = (((x - mean) ** 2) * w).sum((0, 1)) / n
+    return mean, var
+
+
+def stats_inplace(x, keep):
+    x[~keep] = 0.0
+    n = keep.sum()
+    mean = x.sum((0, 1)) / n
+    return mean, ((x - mean) ** 2 * keep[..., None]).sum((0, 1)) / n
+
+
+right("3.4", c3.check_masked_stats, stats_ref)
+right("3.4", c3.check_masked_stats, stats_weighted)
+wrong("3.4", c3.check_masked_stats, "includes the pad positions", lambda x, k: (x.flatten(0, 1).mean(0),
+                                                                                 x.flatten(0, 1).var(0, unbiased=False)))
+wrong("3.4", c3.check_masked_stats, "not by B * T", lambda x, k: ((x * k[..., None]).sum((0, 1)) / (x.shape[0] * x.shape[1]),
+                                                                  stats_ref(x, k)[1]))
+wrong("3.4", c3.check_masked_stats, "biased variance", lambda x, k: (x[k].mean(0), x[k].var(0)))
+wrong("3.4", c3.check_masked_stats, "inverted", lambda x, k: (x[~k].mean(0), x[~k].var(0, unbiased=False)))
+wrong("3.4", c3.check_masked_stats, "not per sequence first",
+      lambda x, k: (torch.stack([x[b][k[b]].mean(0) for b in range(x.shape[0])]).mean(0), stats_ref(x, k)[1]))
+wrong("3.4", c3.check_masked_stats, "per feature", lambda x, k: (x[k].mean().expand(x.shape[-1]), stats_ref(x, k)[1]))
+wrong("3.4", c3.check_masked_stats, INPLACE, stats_inplace)
+
+
+# ================================================================ 4.1 causal mask
+def causal_inplace_free_loop(T):
+    m = torch.zeros(1, 1, T, T, dtype=torch.bool)
+    for i in range(T):
+        m[0, 0, i, : i + 1] = True
+    return m
+
+
+right("4.1", c4.check_causal_mask, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T))
+right("4.1", c4.check_causal_mask, causal_inplace_free_loop)
+right("4.1", c4.check_causal_mask, lambda T: (torch.arange(T)[None, :] <= torch.arange(T)[:, None])[None, None])
+wrong("4.1", c4.check_causal_mask, "upper-triangular", lambda T: torch.ones(T, T, dtype=torch.bool).triu().view(1, 1, T, T))
+wrong("4.1", c4.check_causal_mask, "diagonal is masked",
+      lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1).view(1, 1, T, T))
+wrong("4.1", c4.check_causal_mask, "inverted", lambda T: torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T))
+wrong("4.1", c4.check_causal_mask, "Add batch and head dimensions", lambda T: torch.ones(T, T, dtype=torch.bool).tril())
+wrong("4.1", c4.check_causal_mask, "not torch.bool", lambda T: torch.ones(T, T).tril().view(1, 1, T, T))
+wrong("4.1", c4.check_causal_mask, "masks nothing", lambda T: torch.ones(1, 1, T, T, dtype=torch.bool))
+wrong("4.1", c4.check_causal_mask, "should have shape", lambda T: torch.ones(5, 5, dtype=torch.bool).tril().view(1, 1, 5, 5))
+
+
+# ================================================================ 4.2 padding mask
+def pad_inplace(tokens, pad_id):
+    B, T = tokens.shape
+    tokens[tokens == pad_id] = -1
+    return (tokens != -1).view(B, 1, 1, T)
+
+
+right("4.2", c4.check_padding_mask, lambda t, p: (t != p).view(t.shape[0], 1, 1, t.shape[1]))
+right("4.2", c4.check_padding_mask, lambda t, p: t.ne(p)[:, None, None, :])
+wrong("4.2", c4.check_padding_mask, "inverted", lambda t, p: (t == p)[:, None, None, :])
+wrong("4.2", c4.check_padding_mask, "compare with the pad_id argument", lambda t, p: (t != 0)[:, None, None, :])
+wrong("4.2", c4.check_padding_mask, "Reshape with .view(B, 1, 1, T)", lambda t, p: t != p)
+wrong("4.2", c4.check_padding_mask, "The padding is on the keys", lambda t, p: (t != p)[:, None, :, None])
+wrong("4.2", c4.check_padding_mask, "not torch.bool", lambda t, p: (t != p).float()[:, None, None, :])
+wrong("4.2", c4.check_padding_mask, INPLACE, pad_inplace)
+
+
+# ================================================================ 4.3 combine
+right("4.3", c4.check_combine, lambda pad, causal: pad & causal)
+right("4.3", c4.check_combine, lambda pad, causal: torch.logical_and(pad, causal))
+wrong("4.3", c4.check_combine, "uses OR", lambda pad, causal: pad | causal)
+wrong("4.3", c4.check_combine, "ignores the padding mask", lambda pad, causal: causal.expand(pad.shape[0], 1, -1, -1))
+wrong("4.3", c4.check_combine, "ignores the causal mask",
+      lambda pad, causal: pad.expand(-1, 1, causal.shape[-2], -1))
+wrong("4.3", c4.check_combine, "Let broadcasting do it", lambda pad, causal: causal)
+wrong("4.3", c4.check_combine, "not torch.bool", lambda pad, causal: (pad & causal).float())
+wrong("4.3", c4.check_combine, INPLACE, lambda pad, causal: pad.logical_and_(causal[..., :1, :]) & causal)
+
+
+# ================================================================ 4.4 masked softmax
+def msm_ref(s, m):
+    s = s.masked_fill(~m, float("-inf")).masked_fill(~m.any(-1, keepdim=True), 0.0)
+    return torch.softmax(s, -1).masked_fill(~m, 0.0)
+
+
+def msm_nan_to_num(s, m):
+    return torch.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0)
+
+
+right("4.4", c4.check_masked_softmax, msm_ref)
+right("4.4", c4.check_masked_softmax, msm_nan_to_num)
+wrong("4.4", c4.check_masked_softmax, "returns NaN", lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -1))
+wrong("4.4", c4.check_masked_softmax, "not uniform", lambda s, m: torch.softmax(s.masked_fill(~m, -1e9), -1))
+wrong("4.4", c4.check_masked_softmax, "inverted", lambda s, m: msm_nan_to_num(s, ~m))
+wrong("4.4", c4.check_masked_softmax, "set to 0, not -inf", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), -1))
+wrong("4.4", c4.check_masked_softmax, "not renormalised", lambda s, m: torch.softmax(s, -1).masked_fill(~m, 0.0))
+wrong("4.4", c4.check_masked_softmax, "wrong dimension",
+      lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -2).nan_to_num(0.0).masked_fill(~m, 0.0))
+wrong("4.4", c4.check_masked_softmax, "mask was ignored", lambda s, m: torch.softmax(s, -1))
+wrong("4.4", c4.check_masked_softmax, INPLACE, lambda s, m: msm_ref(s.masked_fill_(~m, -1e9), m))
+
+
+# ================================================================ 5.1 FFN
+class FFN(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.1, mistake=""):
+        super().__init__()
+        self.linear1, self.linear2, self.m = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), mistake
+        self.dropout = nn.Dropout(0.1 if mistake == "fixed-p" else dropout)
+        if mistake == "no-bias":
+            self.linear1, self.linear2 = nn.Linear(d_model, d_ff, bias=False), nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x):
+        m = self.m
+        h = self.linear1(self.dropout(x) if m == "drop-in" else x)
+        h = {"no-relu": h, "gelu": F.gelu(h)}.get(m, torch.relu(h))
+        if m not in ("drop-out", "drop-in"):
+            h = self.dropout(h)
+        out = self.linear2(h)
+        if m == "relu-out":
+            out = torch.relu(out)
+        if m == "drop-out":
+            out = self.dropout(out)
+        if m == "f-dropout-always":
+            out = self.linear2(F.dropout(torch.relu(self.linear1(x)), self.dropout.p))
+        return out
+
+
+class FFNSequential(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.1):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class FFNFunctional(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.1):
+        super().__init__()
+        self.w1, self.w2, self.p = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), dropout
+
+    def forward(self, x):
+        return self.w2(F.dropout(F.relu(self.w1(x)), self.p, self.training))
+
+
+def ffn(mistake):
+    return lambda d, f, p=0.1: FFN(d, f, p, mistake)
+
+
+right("5.1", c5.check_ffn, ffn(""))
+right("5.1", c5.check_ffn, FFNSequential)
+right("5.1", c5.check_ffn, FFNFunctional)
+wrong("5.1", c5.check_ffn, "forget the ReLU", ffn("no-relu"))
+wrong("5.1", c5.check_ffn, "not GELU", ffn("gelu"))
+wrong("5.1", c5.check_ffn, "not after the second one", ffn("relu-out"))
+wrong("5.1", c5.check_ffn, "no biases", ffn("no-bias"))
+wrong("5.1", c5.check_ffn, "not on the output", ffn("drop-out"))
+wrong("5.1", c5.check_ffn, "not on the input", ffn("drop-in"))
+wrong("5.1", c5.check_ffn, "Use the dropout argument", ffn("fixed-p"))
+wrong("5.1", c5.check_ffn, "In eval mode dropout must be off", ffn("f-dropout-always"))
+wrong("5.1", c5.check_ffn, "should hold two nn.Linear", lambda d, f, p=0.1: FFNSequential(d, 2 * d, p))
+
+
+# ================================================================ 5.2 encoder layer parameters
+def count(attn=4, bias=True, ln=2, ffn_mult=2, b1=True, b2=True, drop_d=0, as_type=int):
+    def params(d, f):
+        total = attn * (d * d + (d if bias else 0)) + ffn_mult * d * f + (f if b1 else 0) + (d if b2 else 0)
+        return as_type(total + ln * 2 * d - drop_d * d)
+
+    return params
+
+
+right("5.2", c5.check_encoder_layer_params, count())
+right("5.2", c5.check_encoder_layer_params, lambda d, f: sum(p.numel() for p in (
+    nn.ModuleList([nn.Linear(d, d) for _ in range(4)] + [nn.Linear(d, f), nn.Linear(f, d), nn.LayerNorm(d),
+                                                         nn.LayerNorm(d)]).parameters())))
+right("5.2", c5.check_encoder_layer_params, count(as_type=np.int64))
+right("5.2", c5.check_encoder_layer_params, count(as_type=torch.tensor))
+wrong("5.2", c5.check_encoder_layer_params, "forget the biases", count(bias=False, b1=False, b2=False))
+wrong("5.2", c5.check_encoder_layer_params, "forget the LayerNorm", count(ln=0))
+wrong("5.2", c5.check_encoder_layer_params, "only one LayerNorm", count(ln=1))
+wrong("5.2", c5.check_encoder_layer_params, "3 projections", count(attn=3))
+wrong("5.2", c5.check_encoder_layer_params, "d_model short", count(b2=False))
+wrong("5.2", c5.check_encoder_layer_params, "d_ff short", count(b1=False))
+wrong("5.2", c5.check_encoder_layer_params, "FFN's weights only once", count(ffn_mult=1))
+wrong("5.2", c5.check_encoder_layer_params, "decoder", count(attn=8, ln=3))
+wrong("5.2", c5.check_encoder_layer_params, "should return an int", count(as_type=str))
+
+
+# ================================================================ 5.3 decoder block
+def dec(kv_self=False, no_tgt=False, no_src=False, no_res=False, pre=False, inplace=False, no_self_res=False):
+    def block_fn(block, x, memory, tgt_mask, src_mask):
+        if pre:
+            x = x + block.self_attn(block.norm1(x), mask=tgt_mask)[0]
+            x = x + block.cross_attn(block.norm2(x), memory, memory, mask=src_mask)[0]
+            return x + block.ffn(block.norm3(x))
+        a = block.self_attn(x, mask=None if no_tgt else tgt_mask)[0]
+        x = block.norm1(a if no_self_res else x + a)
+        kv = x if kv_self else memory
+        c = block.cross_attn(x, kv, kv, mask=tgt_mask if kv_self else (None if no_src else src_mask))[0]
+        x = block.norm2(c if no_res else x + c)
+        if inplace:
+            memory.zero_()
+        return block.norm3(x + block.ffn(x))
+
+    return block_fn
+
+
+right("5.3", c5.check_decoder_block, dec())
+right("5.3", c5.check_decoder_block, lambda block, x, memory, t, s: block(x, memory, t, s)[0])
+wrong("5.3", c5.check_decoder_block, "K and V must come from the encoder", dec(kv_self=True))
+wrong("5.3", c5.check_decoder_block, "causal tgt_mask", dec(no_tgt=True))
+wrong("5.3", c5.check_decoder_block, "needs src_mask", dec(no_src=True))
+wrong("5.3", c5.check_decoder_block, "residual around cross-attention", dec(no_res=True))
+wrong("5.3", c5.check_decoder_block, "you wrote pre-LN", dec(pre=True))
+wrong("5.3", c5.check_decoder_block, "residual around self-attention", dec(no_self_res=True))
+wrong("5.3", c5.check_decoder_block, INPLACE, dec(inplace=True))
+
+
+# ================================================================ 5.4 embedding
+def emb(scale=lambda d: math.sqrt(d), start=0, outer=False, fixed=None):
+    def embed(tokens, embedding, pe):
+        d = embedding.embedding_dim if fixed is None else fixed
+        T = tokens.shape[1]
+        e = embedding(tokens)
+        if outer:
+            return (e + pe[:T]) * math.sqrt(d)
+        return e * scale(d) + pe[start : start + T]
+
+    return embed
+
+
+right("5.4", c5.check_embed, emb())
+right("5.4", c5.check_embed, lambda t, e, pe: F.embedding(t, e.weight) * e.weight.shape[1] ** 0.5 + pe[None, : t.shape[1]])
+wrong("5.4", c5.check_embed, "Multiply the embeddings by sqrt(d_model)", emb(scale=lambda d: 1.0))
+wrong("5.4", c5.check_embed, "not by d_model", emb(scale=lambda d: d))
+wrong("5.4", c5.check_embed, "Divide? No", emb(scale=lambda d: 1 / math.sqrt(d)))
+wrong("5.4", c5.check_embed, "Scale only the embeddings", emb(outer=True))
+wrong("5.4", c5.check_embed, "Positions start at 0", emb(start=1))
+wrong("5.4", c5.check_embed, "embedding.embedding_dim", emb(fixed=16))
+wrong("5.4", c5.check_embed, INPLACE, lambda t, e, pe: e(t.clamp_(max=5)) * math.sqrt(e.embedding_dim) + pe[: t.shape[1]])
+wrong("5.4", c5.check_embed, "pe[:tokens.shape[1]]", lambda t, e, pe: e(t) * math.sqrt(e.embedding_dim) + pe)
+
+
+# ================================================================ 6.1 shift right
+def shift_ref(t):
+    tin = torch.cat([torch.full((t.shape[0], 1), SOS_ID, dtype=t.dtype), t[:, :-1]], 1)
+    return tin.masked_fill(tin == EOS_ID, PAD_ID)
+
+
+def shift_roll(t):
+    out = t.roll(1, dims=1)
+    out[:, 0] = SOS_ID
+    return torch.where(out == EOS_ID, torch.zeros_like(out), out)
+
+
+def shift_inplace(t):
+    t[t == EOS_ID] = PAD_ID
+    return torch.cat([torch.full((t.shape[0], 1), SOS_ID), t[:, :-1]], 1)
+
+
+right("6.1", c6.check_shift_right, shift_ref)
+right("6.1", c6.check_shift_right, shift_roll)
+wrong("6.1", c6.check_shift_right, "EOS token is still", lambda t: torch.cat([torch.full((t.shape[0], 1), SOS_ID), t[:, :-1]], 1))
+wrong("6.1", c6.check_shift_right, "shifted left", lambda t: torch.cat([t[:, 1:], torch.zeros(t.shape[0], 1, dtype=t.dtype)], 1))
+wrong("6.1", c6.check_shift_right, "must be SOS", lambda t: shift_ref(t).masked_fill(
+    torch.arange(t.shape[1]) == 0, PAD_ID))
+wrong("6.1", c6.check_shift_right, "unchanged", lambda t: t.clone())
+wrong("6.1", c6.check_shift_right, "Drop the last column", lambda t: (lambda x: x.masked_fill(x == EOS_ID, PAD_ID))(
+    torch.cat([torch.full((t.shape[0], 1), SOS_ID), t[:, 1:]], 1)))
+wrong("6.1", c6.check_shift_right, "Drop the last column after putting SOS in front",
+      lambda t: torch.cat([torch.full((t.shape[0], 1), SOS_ID), t], 1))
+wrong("6.1", c6.check_shift_right, INPLACE, shift_inplace)
+
+
+# ================================================================ 6.2 masked cross-entropy
+def ce_ref(logits, targets, pad_id):
+    lp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    real = targets != pad_id
+    return -(lp * real).sum() / real.sum()
+
+
+right("6.2", c6.check_masked_cross_entropy, ce_ref)
+right("6.2", c6.check_masked_cross_entropy, lambda lo, t, p: F.cross_entropy(lo.transpose(1, 2), t, ignore_index=p))
+right("6.2", c6.check_masked_cross_entropy, lambda lo, t, p: float(ce_ref(lo, t, p)))
+wrong("6.2", c6.check_masked_cross_entropy, "averaged over the PAD positions",
+      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten()))
+wrong("6.2", c6.check_masked_cross_entropy, "divided by all B*T",
+      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten(), ignore_index=p, reduction="sum") / t.numel())
+wrong("6.2", c6.check_masked_cross_entropy, "returned the sum",
+      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten(), ignore_index=p, reduction="sum"))
+wrong("6.2", c6.check_masked_cross_entropy, "Use the pad_id argument",
+      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten(), ignore_index=0))
+wrong("6.2", c6.check_masked_cross_entropy, "sign is flipped", lambda lo, t, p: -ce_ref(lo, t, p))
+wrong("6.2", c6.check_masked_cross_entropy, "Take log_softmax", lambda lo, t, p: -(
+    lo.gather(-1, t.unsqueeze(-1)).squeeze(-1) * (t != p)).sum() / (t != p).sum())
+wrong("6.2", c6.check_masked_cross_entropy, "per sequence first", lambda lo, t, p: torch.stack(
+    [ce_ref(lo[b : b + 1], t[b : b + 1], p) for b in range(t.shape[0])]).mean())
+wrong("6.2", c6.check_masked_cross_entropy, INPLACE, lambda lo, t, p: ce_ref(lo.sub_(lo.max()), t, p))
+
+
+# ================================================================ 6.3 temperature
+right("6.3", c6.check_temperature_probs, lambda lo, T: torch.softmax(lo / T, -1))
+right("6.3", c6.check_temperature_probs, lambda lo, T: (lambda e: e / e.sum(-1, keepdim=True))(
+    ((lo - lo.max(-1, keepdim=True).values) / T).exp()))
+wrong("6.3", c6.check_temperature_probs, "multiplied the logits", lambda lo, T: torch.softmax(lo * T, -1))
+wrong("6.3", c6.check_temperature_probs, "temperature is not used", lambda lo, T: torch.softmax(lo, -1))
+wrong("6.3", c6.check_temperature_probs, "divided the probabilities", lambda lo, T: torch.softmax(lo, -1) / T)
+wrong("6.3", c6.check_temperature_probs, "wrong dimension", lambda lo, T: torch.softmax(lo / T, 0))
+wrong("6.3", c6.check_temperature_probs, "not log-probabilities", lambda lo, T: torch.log_softmax(lo / T, -1))
+wrong("6.3", c6.check_temperature_probs, "multiplied the logits", lambda lo, T: torch.softmax(lo / 0.8 * 0 + lo * T, -1))
+wrong("6.3", c6.check_temperature_probs, INPLACE, lambda lo, T: torch.softmax(lo.div_(T), -1))
+
+
+# ================================================================ 6.4 exact match
+right("6.4", c6.check_exact_match, lambda p, t: sum(a == b for a, b in zip(p, t, strict=True)) / len(t))
+right("6.4", c6.check_exact_match, lambda p, t: float(np.mean([a == b for a, b in zip(p, t, strict=True)])))
+right("6.4", c6.check_exact_match, lambda p, t: np.float32(np.mean(np.array(p) == np.array(t))))
+wrong("6.4", c6.check_exact_match, "number of matches", lambda p, t: sum(a == b for a, b in zip(p, t, strict=True)))
+wrong("6.4", c6.check_exact_match, "percentage", lambda p, t: 100 * sum(a == b for a, b in zip(p, t, strict=True)) / len(t))
+wrong("6.4", c6.check_exact_match, "equals any target", lambda p, t: sum(x in t for x in p) / len(t))
+wrong("6.4", c6.check_exact_match, "prefix", lambda p, t: sum(all(x == y for x, y in zip(a, b, strict=False))
+                                                              for a, b in zip(p, t, strict=True)) / len(t))
+wrong("6.4", c6.check_exact_match, "per-character", lambda p, t: sum(
+    sum(x == y for x, y in zip(a, b, strict=False)) for a, b in zip(p, t, strict=True)) / sum(map(len, t)))
+wrong("6.4", c6.check_exact_match, "fraction of mismatches",
+      lambda p, t: sum(a != b for a, b in zip(p, t, strict=True)) / len(t))
+wrong("6.4", c6.check_exact_match, "should return a number", lambda p, t: [a == b for a, b in zip(p, t, strict=True)])
+
+
+# ================================================================ 7.1 alignment score
+def align_ref(w, lengths):
+    total, count = torch.zeros(w.shape[1]), 0
+    for b, L in enumerate(lengths.tolist()):
+        t = torch.arange(L)
+        total += w[b, :, t, L - 1 - t].sum(-1)
+        count += L
+    return total / count
+
+
+def align_vector(w, lengths):
+    from course_utils.analysis import alignment_score, reversal_targets
+
+    return alignment_score(w, reversal_targets(lengths, w.shape[2]))
+
+
+def align_variant(target):
+    def score(w, lengths):
+        total, count = torch.zeros(w.shape[1]), 0
+        T_k = w.shape[-1]
+        for b, L in enumerate(lengths.tolist()):
+            for t in range(w.shape[2]):
+                j = target(t, L, T_k)
+                if j is None:
+                    continue
+                total += w[b, :, t, j] if 0 <= j < T_k else 0.0
+                count += 1
+        return total / count
+
+    return score
+
+
+right("7.1", c7.check_alignment_score, align_ref)
+right("7.1", c7.check_alignment_score, align_vector)
+wrong("7.1", c7.check_alignment_score, "main diagonal", align_variant(lambda t, L, Tk: t if t < L else None))
+wrong("7.1", c7.check_alignment_score, "not the padded width", align_variant(lambda t, L, Tk: Tk - 1 - t if t < L else None))
+wrong("7.1", c7.check_alignment_score, "not L-t", align_variant(lambda t, L, Tk: L - t if t < L else None))
+wrong("7.1", c7.check_alignment_score, "Leave out the EOS step",
+      align_variant(lambda t, L, Tk: (L - 1 - t) % Tk if t <= L else None))
+wrong("7.1", c7.check_alignment_score, "not per example first", lambda w, lengths: torch.stack(
+    [align_ref(w[b : b + 1], lengths[b : b + 1]) for b in range(w.shape[0])]).mean(0))
+wrong("7.1", c7.check_alignment_score, INPLACE, lambda w, lengths: align_ref(w.clamp_(min=0.0).mul_(1.0000001), lengths))
+
+
+# ================================================================ 7.2 entropy
+def ent_ref(w, qm):
+    rows = w.permute(0, 2, 1, 3)[qm]
+    return -torch.special.xlogy(rows, rows).sum(-1).mean(0)
+
+
+def ent_loop(w, qm):
+    h = torch.zeros(w.shape[1], dtype=torch.float64)
+    n = 0
+    for b in range(w.shape[0]):
+        for t in range(w.shape[2]):
+            if qm[b, t]:
+                p = w[b, :, t].double()
+                h += -(p * torch.where(p > 0, p.log(), torch.zeros_like(p))).sum(-1)
+                n += 1
+    return (h / n).float()
+
+
+right("7.2", c7.check_entropy, ent_ref)
+right("7.2", c7.check_entropy, ent_loop)
+wrong("7.2", c7.check_entropy, "returned NaN", lambda w, qm: -(w * w.log()).sum(-1).permute(0, 2, 1)[qm].mean(0))
+wrong("7.2", c7.check_entropy, "not log2", lambda w, qm: ent_ref(w, qm) / math.log(2))
+wrong("7.2", c7.check_entropy, "padding rows are not real queries",
+      lambda w, qm: -torch.special.xlogy(w, w).sum(-1).mean(dim=(0, 2)))
+wrong("7.2", c7.check_entropy, "do not sum them",
+      lambda w, qm: -torch.special.xlogy(w, w).sum(-1).permute(0, 2, 1)[qm].sum(0))
+wrong("7.2", c7.check_entropy, "sign is flipped", lambda w, qm: -ent_ref(w, qm))
+wrong("7.2", c7.check_entropy, "not log10", lambda w, qm: ent_ref(w, qm) / math.log(10))
+wrong("7.2", c7.check_entropy, "not the mean over keys", lambda w, qm: ent_ref(w, qm) / w.shape[-1])
+wrong("7.2", c7.check_entropy, INPLACE, lambda w, qm: ent_ref(w.clamp_(min=1e-12), qm))
+
+
+# ================================================================ 7.3 strongest head
+right("7.3", c7.check_strongest_head, lambda s: divmod(int(s.argmax()), s.shape[1]))
+right("7.3", c7.check_strongest_head, lambda s: tuple(np.unravel_index(int(s.argmax()), tuple(s.shape))))
+right("7.3", c7.check_strongest_head, lambda s: tuple(torch.nonzero(s == s.max())[0]))
+wrong("7.3", c7.check_strongest_head, "pair is swapped", lambda s: divmod(int(s.argmax()), s.shape[1])[::-1])
+wrong("7.3", c7.check_strongest_head, "weakest head", lambda s: divmod(int(s.argmin()), s.shape[1]))
+wrong("7.3", c7.check_strongest_head, "not of layers", lambda s: divmod(int(s.argmax()), s.shape[0]))
+wrong("7.3", c7.check_strongest_head, "added 1 to the head", lambda s: (lambda l, h: (l, h + 1))(*divmod(int(s.argmax()), s.shape[1])))
+wrong("7.3", c7.check_strongest_head, "added 1 to both",
+      lambda s: (lambda l, h: (l + 1, h + 1))(*divmod(int(s.argmax()), s.shape[1])))
+wrong("7.3", c7.check_strongest_head, "divmod(index, n_heads)", lambda s: int(s.argmax()))
+wrong("7.3", c7.check_strongest_head, "not the overall largest", lambda s: (0, int(s[0].argmax())))
+wrong("7.3", c7.check_strongest_head, INPLACE, lambda s: divmod(int(s.sub_(s.min()).argmax()), s.shape[1]))
+
+
+# ================================================================ 7.4 copy targets
+def copy_ref(lengths, T_q):
+    t = torch.arange(T_q).unsqueeze(0).expand(len(lengths), T_q)
+    return torch.where(t < lengths.unsqueeze(1), t, -1)
+
+
+def copy_loop(lengths, T_q):
+    return torch.tensor([[t if t < L else -1 for t in range(T_q)] for L in lengths.tolist()])
+
+
+right("7.4", c7.check_copy_targets, copy_ref)
+right("7.4", c7.check_copy_targets, copy_loop)
+wrong("7.4", c7.check_copy_targets, "reversal pattern", lambda lengths, T_q: torch.where(
+    torch.arange(T_q) < lengths[:, None], lengths[:, None] - 1 - torch.arange(T_q), -1))
+wrong("7.4", c7.check_copy_targets, "mark them -1", lambda lengths, T_q: torch.arange(T_q).expand(len(lengths), T_q))
+wrong("7.4", c7.check_copy_targets, "not t+1", lambda lengths, T_q: torch.where(
+    torch.arange(T_q) < lengths[:, None], torch.arange(T_q) + 1, -1))
+wrong("7.4", c7.check_copy_targets, "Use < L, not <= L", lambda lengths, T_q: torch.where(
+    torch.arange(T_q) <= lengths[:, None], torch.arange(T_q), -1))
+wrong("7.4", c7.check_copy_targets, "Use -1 (not 0)", lambda lengths, T_q: torch.where(
+    torch.arange(T_q) < lengths[:, None], torch.arange(T_q), 0))
+wrong("7.4", c7.check_copy_targets, "integer positions", lambda lengths, T_q: copy_ref(lengths, T_q).float())
+wrong("7.4", c7.check_copy_targets, "should have shape", lambda lengths, T_q: copy_ref(lengths, 6))
+wrong("7.4", c7.check_copy_targets, INPLACE, lambda lengths, T_q: (lambda L: torch.where(
+    torch.arange(T_q) < L, torch.arange(T_q), -1))(lengths.unsqueeze_(1)))
+
+
+# ================================================================ mistakes no checker foresees
+# Wrong in an unusual way: the checker can only say where the result differs. These keep the
+# "specific hint" share honest (it is not 100 % by construction).
+GENERIC = "differs from the reference"
+wrong("1.1", c1.check_softmax, GENERIC, lambda x: sm_max(x * 1.01))
+wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: (2.0 ** (-8.0 / n)) ** (torch.arange(1, n + 1) + 0.5))
+wrong("3.3", c3.check_vaswani_lr, GENERIC, lambda s, d, w: 0.9 * lr()(s, d, w))
+wrong("4.1", c4.check_causal_mask, GENERIC, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
+      & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
+wrong("5.2", c5.check_encoder_layer_params, GENERIC, lambda d, f: count()(d, f) + 1)
+wrong("6.4", c6.check_exact_match, "should be", lambda p, t: 0.5)
+wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)

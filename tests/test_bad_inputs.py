@@ -1,0 +1,515 @@
+# ruff: noqa: E501  (one bad input per line: the table reads better unwrapped)
+"""Every public function of course_utils rejects bad input with a clear error.
+
+One row = (call, expected exception, words the message must contain): the words name the
+caller's argument and what was expected. Rows are grouped by kind of bad input. Run this file
+as a script (``.venv/bin/python tests/test_bad_inputs.py``) to print the counts by kind.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+from course_utils import (  # noqa: E402
+    analysis,
+    attention,
+    counting,
+    data,
+    decoding,
+    diagrams,
+    evaluation,
+    interactive,
+    masks,
+    model,
+    norm,
+    plots,
+    positional,
+    pretrained,
+    quiz,
+    schedules,
+    student,
+    training,
+    utils,
+)
+
+torch.manual_seed(0)
+CFG = model.TransformerConfig(data.VOCAB_SIZE, data.VOCAB_SIZE, d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1,
+                              n_decoder_layers=1, dropout=0.0, max_len=12)
+MODEL = model.Transformer(CFG).eval()
+SRC = data.make_batch(["abc", "de"])[0]  # (2, 3)
+MHA = attention.MultiHeadAttention(8, 2)
+LN = norm.LayerNorm(8)
+X = torch.randn(2, 3, 8)
+Q = torch.randn(2, 4, 8)
+W = torch.softmax(torch.randn(2, 2, 4, 5), dim=-1)  # attention weights (B, h, T_q, T_k)
+REF = analysis.reversal_targets(torch.tensor([3, 4]), 4)
+
+TMP = Path(tempfile.mkdtemp(prefix="cu-bad-inputs-"))
+(TMP / "empty.pt").write_bytes(b"")
+(TMP / "text.pt").write_text("not a checkpoint")
+_good = pretrained.save_checkpoint(MODEL, pretrained.FAST_RECIPE, TMP / "good.pt")
+(TMP / "truncated.pt").write_bytes(_good.read_bytes()[:200])
+torch.save({"weights": torch.zeros(2)}, TMP / "foreign.pt")
+torch.save({"config": {"d_model": 8}, "recipe": {}, "state_dict": {}}, TMP / "no_vocab.pt")
+_cfg = dict(vars(CFG))
+torch.save({"config": {**_cfg, "d_model": 16, "d_ff": 8}, "recipe": pretrained.FAST_RECIPE,
+            "state_dict": MODEL.state_dict()}, TMP / "mismatch.pt")
+
+Row = tuple[str, Callable[[], Any], type[Exception], tuple[str, ...]]
+ROWS: list[Row] = []
+
+
+def bad(kind: str, call: Callable[[], Any], error: type[Exception], *words: str) -> None:
+    ROWS.append((kind, call, error, words))
+
+
+def _tc(**kw: Any) -> training.TrainConfig:
+    return training.TrainConfig(**kw)
+
+
+def _mc(**kw: Any) -> model.TransformerConfig:
+    return model.TransformerConfig(**{"src_vocab_size": 29, "tgt_vocab_size": 29, **kw})
+
+
+# ---------------------------------------------------------------- wrong type (a str, list, None, array for a tensor ...)
+T = "wrong type"
+bad(T, lambda: attention.scaled_dot_product_attention([1.0], Q, Q), TypeError, "q must be a torch.Tensor", "list")
+bad(T, lambda: attention.scaled_dot_product_attention(Q, np.zeros((2, 4, 8)), Q), TypeError, "k must be a torch.Tensor")
+bad(T, lambda: attention.scaled_dot_product_attention(Q, Q, None), TypeError, "v must be a torch.Tensor", "NoneType")
+bad(T, lambda: attention.scaled_dot_product_attention(Q, Q, Q, mask=[[True]]), TypeError, "mask must be a torch.Tensor")
+bad(T, lambda: attention.MultiHeadAttention(8.0, 2), TypeError, "d_model must be a positive int", "float")
+bad(T, lambda: attention.MultiHeadAttention(8, "2"), TypeError, "n_heads must be a positive int", "str")
+bad(T, lambda: attention.MultiHeadAttention(8, 2, bias="yes"), TypeError, "bias must be True or False")
+bad(T, lambda: attention.MultiHeadAttention(8, 2, dropout="0.1"), TypeError, "dropout must be a number in [0, 1)")
+bad(T, lambda: MHA(X.tolist()), TypeError, "query must be a torch.Tensor")
+bad(T, lambda: MHA(X, need_weights="no"), TypeError, "need_weights must be True or False")
+bad(T, lambda: masks.causal_mask(4.0), TypeError, "T must be a positive int", "float")
+bad(T, lambda: masks.padding_mask([[1, 0]], 0), TypeError, "tokens must be a torch.Tensor")
+bad(T, lambda: masks.padding_mask(SRC, 0.0), TypeError, "pad_id must be a non-negative int", "float")
+bad(T, lambda: masks.padding_mask(SRC, None), TypeError, "pad_id must be a non-negative int", "NoneType")
+bad(T, lambda: masks.combine_masks(masks.causal_mask(3), "mask"), TypeError, "masks[1] must be a torch.Tensor")
+bad(T, lambda: masks.mask_to_text(masks.causal_mask(3), keep=1), TypeError, "keep must be a str")
+bad(T, lambda: masks.decoder_mask(SRC.tolist(), 0), TypeError, "tgt_tokens must be a torch.Tensor")
+bad(T, lambda: positional.sinusoidal_encoding("10", 8), TypeError, "T must be a positive int", "str")
+bad(T, lambda: positional.shift_rotation(1.5, 8), TypeError, "k must be an int", "float")
+bad(T, lambda: positional.pe_frequencies(8, base="e"), TypeError, "base must be a number > 1", "str")
+bad(T, lambda: positional.rope_tables(4, 8, base=None), TypeError, "base must be a number > 1")
+bad(T, lambda: positional.apply_rope(X, *positional.rope_tables(3, 8), offset=1.0), TypeError,
+    "offset must be a non-negative int")
+bad(T, lambda: positional.SinusoidalPositionalEncoding(8, 16)(X, offset="0"), TypeError, "offset must be a non-negative int")
+bad(T, lambda: positional.LearnedPositionalEncoding(16, 8, std="big"), TypeError, "std must be a positive number")
+bad(T, lambda: positional.alibi_slopes(4.0), TypeError, "n_heads must be a positive int")
+bad(T, lambda: norm.LayerNorm(8, eps="1e-5"), TypeError, "eps must be a positive number", "str")
+bad(T, lambda: LN([1.0] * 8), TypeError, "x must be a torch.Tensor")
+bad(T, lambda: norm.residual_sublayer(X, "relu", LN), TypeError, "sublayer must be a function or module")
+bad(T, lambda: norm.residual_sublayer(X, torch.relu, None), TypeError, "norm must be a function or module")
+bad(T, lambda: norm.masked_feature_stats(X, [[True] * 3] * 2), TypeError, "keep must be a torch.Tensor")
+bad(T, lambda: schedules.vaswani_lr(1.0, 512), TypeError, "step must be a positive int", "float")
+bad(T, lambda: schedules.warmup_cosine_lr(1, "3e-3", 10, 100), TypeError, "peak_lr must be a positive number")
+bad(T, lambda: _mc(norm_first="False"), TypeError, "norm_first must be True or False", "str 'False'")
+bad(T, lambda: _mc(tie_embeddings=1), TypeError, "tie_embeddings must be True or False", "int")
+bad(T, lambda: _mc(d_model=64.0), TypeError, "d_model must be a positive int", "float")
+bad(T, lambda: _mc(dropout=None), TypeError, "dropout must be a number in [0, 1)", "NoneType")
+bad(T, lambda: model.Transformer(dict(vars(CFG))), TypeError, "config must be a TransformerConfig", "dict")
+bad(T, lambda: model.PositionwiseFeedForward(8, 16, dropout="none"), TypeError, "dropout must be a number in [0, 1)")
+bad(T, lambda: model.EncoderBlock(8, 2, 16, norm_first="yes"), TypeError, "norm_first must be True or False")
+bad(T, lambda: model.DecoderBlock(8, 2, 16, norm_first=None), TypeError, "norm_first must be True or False")
+bad(T, lambda: model.KVCache(1.0), TypeError, "n_layers must be a positive int")
+bad(T, lambda: MODEL(SRC.tolist(), SRC), TypeError, "src must be a torch.Tensor")
+bad(T, lambda: MODEL.decode(SRC, "memory"), TypeError, "memory must be a torch.Tensor")
+bad(T, lambda: MODEL.decode(SRC, MODEL.encode(SRC), cache={}), TypeError, "cache must be a KVCache")
+bad(T, lambda: MODEL.encode(SRC, return_attention="yes"), TypeError, "return_attention must be True or False")
+bad(T, lambda: model.to_torch_transformer(MHA), TypeError, "model must be a course_utils.model.Transformer")
+bad(T, lambda: counting.parameter_breakdown({"d_model": 8}), TypeError, "config must be a TransformerConfig")
+bad(T, lambda: counting.count_parameters(None), TypeError, "config must be a TransformerConfig")
+bad(T, lambda: counting.mha_params("512"), TypeError, "d_model must be a positive int")
+bad(T, lambda: counting.flops_per_layer(10, 512.0, 2048), TypeError, "d_model must be a positive int")
+bad(T, lambda: counting.attention_memory_bytes(10, 8, bytes_per_element=2.5), TypeError,
+    "bytes_per_element must be a positive int")
+bad(T, lambda: data.encode(["a", "b"]), TypeError, "text must be a str", "list")
+bad(T, lambda: data.decode("abc"), TypeError, "ids must be a 1-D tensor or a list of ints", "str")
+bad(T, lambda: data.decode(None), TypeError, "ids must be a 1-D tensor or a list of ints")
+bad(T, lambda: data.make_batch("hello"), TypeError, "strings must be a list of str", "[")
+bad(T, lambda: data.make_batch(["ab", 3]), TypeError, "strings[1] must be a str", "int")
+bad(T, lambda: data.random_strings(5.0, 2, 4), TypeError, "n must be a positive int")
+bad(T, lambda: data.random_batch(4, 2, 4, generator=0), TypeError, "generator must be a torch.Generator")
+bad(T, lambda: data.batch_from_ids([[3, 4]], torch.tensor([2])), TypeError, "ids must be a torch.Tensor")
+bad(T, lambda: data.batch_from_ids(torch.tensor([[3.0, 4.0]]), torch.tensor([2])), TypeError,
+    "ids must be an integer tensor", "float32")
+bad(T, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29).tolist(), SRC), TypeError, "logits must be a torch.Tensor")
+bad(T, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), SRC.float()), TypeError,
+    "targets must hold integer token ids")
+bad(T, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), SRC, pad_id="0"), TypeError, "pad_id must be an int")
+bad(T, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), SRC, label_smoothing="0.1"), TypeError,
+    "label_smoothing must be a number in [0, 1)")
+bad(T, lambda: _tc(steps=10.0), TypeError, "steps must be a positive int")
+bad(T, lambda: _tc(lr="3e-3"), TypeError, "lr must be a positive number")
+bad(T, lambda: _tc(betas=0.9), TypeError, "betas must be a pair")
+bad(T, lambda: _tc(clip="1.0"), TypeError, "clip must be a positive number")
+bad(T, lambda: training.train("model", lambda s: (SRC, SRC, SRC)), TypeError, "model must be a torch.nn.Module", "str")
+bad(T, lambda: training.train(MODEL, [SRC, SRC]), TypeError, "batch_fn must be a function", "list")
+bad(T, lambda: training.train(MODEL, lambda s: (SRC, SRC, SRC), config={"steps": 2}), TypeError,
+    "config must be a TrainConfig", "dict")
+bad(T, lambda: training.train(MODEL, lambda s: (SRC, SRC, SRC), _tc(steps=2, warmup=0), loss_fn="ce"), TypeError,
+    "loss_fn must be a function")
+bad(T, lambda: training.train(MODEL, lambda s: SRC, _tc(steps=2, warmup=0), progress=False), TypeError,
+    "batch_fn must return a tuple", "Tensor")
+bad(T, lambda: training.train(MODEL, lambda s: (SRC, SRC, SRC), _tc(steps=2, warmup=0), lambda lo, t: 1.0,
+                              progress=False), TypeError, "loss_fn must return a 0-d tensor", "float")
+bad(T, lambda: training.make_optimizer(MODEL, {"optimizer": "adam"}), TypeError, "config must be a TrainConfig")
+bad(T, lambda: training.TrainHistory().smoothed(2.5), TypeError, "window must be a positive int")
+bad(T, lambda: decoding.greedy_decode(torch.nn.Linear(2, 2), SRC, 5), TypeError, "model must be an encoder-decoder")
+bad(T, lambda: decoding.greedy_decode(MODEL, SRC.tolist(), 5), TypeError, "src must be a torch.Tensor")
+bad(T, lambda: decoding.greedy_decode(MODEL, SRC, 5.0), TypeError, "max_len must be a positive int")
+bad(T, lambda: decoding.greedy_decode(MODEL, SRC, 5, use_cache="yes"), TypeError, "use_cache must be True or False")
+bad(T, lambda: decoding.greedy_decode(MODEL, SRC.float(), 5), TypeError, "src must hold integer token ids")
+bad(T, lambda: decoding.sample_decode(MODEL, SRC, 5, temperature="hot"), TypeError, "temperature must be a positive number")
+bad(T, lambda: decoding.sample_decode(MODEL, SRC, 5, generator=1), TypeError, "generator must be a torch.Generator")
+bad(T, lambda: decoding.beam_search(MODEL, SRC[:1], 5, beam_size=2.0), TypeError, "beam_size must be a positive int")
+bad(T, lambda: decoding.reverse_strings(MODEL, "hello"), TypeError, "strings must be a list of str", "['hello']")
+bad(T, lambda: decoding.reverse_strings(MODEL, [1, 2]), TypeError, "strings[0] must be a str")
+bad(T, lambda: decoding.reverse_strings(None, ["ab"]), TypeError, "model must be an encoder-decoder")
+bad(T, lambda: decoding.sample_reversals(MODEL, ["ab"]), TypeError, "text must be a str", "list")
+bad(T, lambda: evaluation.exact_match([1, 2], [1, 2]), TypeError, "predictions[0] must be a str", "int")
+bad(T, lambda: evaluation.exact_match(["ab"], "ab"), TypeError, "targets must be a list of str")
+bad(T, lambda: evaluation.token_accuracy(("ab",), [None]), TypeError, "targets[0] must be a str")
+bad(T, lambda: evaluation.as_predictor("model"), TypeError, "model must be an nn.Module or a function")
+bad(T, lambda: evaluation.evaluate_by_length(MODEL, lengths=5), TypeError, "lengths must be an iterable of ints")
+bad(T, lambda: evaluation.evaluate_by_length(MODEL, lengths=[3.5]), TypeError, "length must be a positive int")
+bad(T, lambda: evaluation.evaluate_by_length(lambda s: "x", lengths=[3], n_per_length=2), TypeError,
+    "model must return one string per input string")
+bad(T, lambda: evaluation.results_table([0.5]), TypeError, "results must be the non-empty dict")
+bad(T, lambda: analysis.alignment_score(W.tolist(), REF), TypeError, "weights must be a torch.Tensor")
+bad(T, lambda: analysis.alignment_score(W, REF.float()), TypeError, "reference must be an integer tensor")
+bad(T, lambda: analysis.reversal_targets([3, 4], 5), TypeError, "src_lengths must be a torch.Tensor")
+bad(T, lambda: analysis.copy_targets(torch.tensor([3.0]), 5), TypeError, "src_lengths must be an integer tensor")
+bad(T, lambda: analysis.offset_mass(W, REF, 1.0), TypeError, "max_offset must be a non-negative int")
+bad(T, lambda: analysis.attention_entropy(W, query_mask=torch.ones(2, 4)), TypeError, "query_mask must be a boolean")
+bad(T, lambda: analysis.attention_entropy(W.long()), TypeError, "weights must be a float tensor")
+bad(T, lambda: plots.attention_heatmap("weights"), TypeError, "weights must be a tensor or array", "str")
+bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), ax="left"), TypeError, "ax must be a matplotlib Axes")
+bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), keys="abc"), TypeError, "keys must be a list of str")
+bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), annotate="yes"), TypeError, "annotate must be True or False")
+bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin="0"), TypeError, "vmin must be a number or None")
+bad(T, lambda: plots.attention_grid(None), TypeError, "weights must be a tensor or array")
+bad(T, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles="ab"), TypeError, "col_titles must be a list of str")
+bad(T, lambda: diagrams.draw_transformer(ax="ax"), TypeError, "ax must be a matplotlib Axes")
+bad(T, lambda: interactive.explore("ok", [("n", [1, 2])], "draw"), TypeError, "draw must be a function")
+bad(T, lambda: interactive.explore("ok", {"n": [1, 2]}, lambda n: None), TypeError, "controls must be a list of (name, values)")
+bad(T, lambda: interactive.explore("ok", [("n", [1])], lambda n: "figure"), TypeError, "draw must return a matplotlib Figure")
+bad(T, lambda: interactive.explore(3, [("n", [1])], lambda n: None), TypeError, "uid must be a str")
+bad(T, lambda: interactive.figure_to_png("fig"), TypeError, "fig must be a matplotlib Figure")
+bad(T, lambda: interactive.FrameExplorer("ok", [("n", ["1"])], {(0,): "png"}), TypeError, "frames must map")
+bad(T, lambda: pretrained.load_reversal_model(42), TypeError, "path must be a str or pathlib.Path", "int")
+bad(T, lambda: pretrained.build_model(["model"]), TypeError, "recipe must be a dict", "list")
+bad(T, lambda: pretrained.build_model({**pretrained.FAST_RECIPE, "model": 5}), TypeError, "recipe['model'] must be a dict")
+bad(T, lambda: pretrained.save_checkpoint(MHA, pretrained.FAST_RECIPE, TMP / "x.pt"), TypeError,
+    "model must be a course_utils.model.Transformer")
+bad(T, lambda: pretrained.reversal_batch_fn(pretrained.FAST_RECIPE, 0), TypeError, "generator must be a torch.Generator")
+bad(T, lambda: pretrained.train_reversal_model(steps=2.0, progress=False), TypeError, "steps must be a positive int")
+bad(T, lambda: quiz.Question("q?", "yes", "because", choices=["a", "b"]), ValueError, "answer must be the index")
+bad(T, lambda: quiz.Question("q?", 1, "because"), TypeError, "answer of a short-answer question must be a str")
+bad(T, lambda: quiz.Quiz("t", "questions"), TypeError, "questions must be a list of Question")
+bad(T, lambda: quiz.Quiz(3, [quiz.Question("q?", "a", "e")]), TypeError, "title must be a str")
+bad(T, lambda: quiz.Question(["q?"], "a", "e"), TypeError, "prompt must be a str")
+bad(T, lambda: student.stub_source(["### BEGIN SOLUTION"]), TypeError, "source must be a str")
+bad(T, lambda: utils.set_seed("0"), TypeError, "seed must be an int")
+bad(T, lambda: utils.max_error("small"), TypeError, "got must be a number or a tensor", "str")
+bad(T, lambda: utils.agreement(1.0, 1.0, 1e-3, what=3), TypeError, "what must be a string")
+
+# ---------------------------------------------------------------- out of range (negative, zero, too big, NaN, inf)
+R = "out of range"
+bad(R, lambda: attention.MultiHeadAttention(0, 1), ValueError, "d_model must be a positive int", "got 0")
+bad(R, lambda: attention.MultiHeadAttention(8, 3), ValueError, "d_model must be divisible by n_heads")
+bad(R, lambda: attention.MultiHeadAttention(8, 2, dropout=1.0), ValueError, "dropout must be a number in [0, 1)", "1.0")
+bad(R, lambda: attention.MultiHeadAttention(8, 2, dropout=-0.1), ValueError, "dropout must be a number in [0, 1)")
+bad(R, lambda: attention.MultiHeadAttention(8, 2, dropout=float("nan")), ValueError, "dropout must be a number in [0, 1)")
+bad(R, lambda: masks.causal_mask(0), ValueError, "T must be a positive int", "got 0")
+bad(R, lambda: masks.padding_mask(SRC, -1), ValueError, "pad_id must be a non-negative int", "-1")
+bad(R, lambda: positional.sinusoidal_encoding(4, 7), ValueError, "d_model must be even", "7")
+bad(R, lambda: positional.sinusoidal_encoding(-4, 8), ValueError, "T must be a positive int")
+bad(R, lambda: positional.pe_frequencies(8, base=1.0), ValueError, "base must be a number > 1")
+bad(R, lambda: positional.pe_frequencies(8, base=float("inf")), ValueError, "base must be a number > 1")
+bad(R, lambda: positional.rope_tables(4, 7), ValueError, "d_k must be even")
+bad(R, lambda: positional.apply_rope(X, *positional.rope_tables(3, 8), offset=-10), ValueError,
+    "offset must be a non-negative int", "-10")
+bad(R, lambda: positional.apply_rope(X, *positional.rope_tables(3, 8), offset=1), ValueError, "exceed the RoPE tables")
+bad(R, lambda: positional.SinusoidalPositionalEncoding(8, 16)(X, offset=-10), ValueError,
+    "offset must be a non-negative int", "-10")
+bad(R, lambda: positional.SinusoidalPositionalEncoding(8, 4)(X, offset=2), ValueError, "exceeds max_len=4")
+bad(R, lambda: positional.LearnedPositionalEncoding(16, 8)(X, offset=-1), ValueError, "offset must be a non-negative int")
+bad(R, lambda: positional.LearnedPositionalEncoding(4, 8)(X, offset=3), ValueError, "outside the learned table")
+bad(R, lambda: positional.LearnedPositionalEncoding(16, 8, std=0.0), ValueError, "std must be a positive number")
+bad(R, lambda: positional.alibi_bias(4, 5, 3), ValueError, "T_q must be <= T_k")
+bad(R, lambda: norm.LayerNorm(8, eps=0.0), ValueError, "eps must be a positive number")
+bad(R, lambda: norm.LayerNorm(8, eps=float("nan")), ValueError, "eps must be a positive number")
+bad(R, lambda: norm.LayerNorm(-8), ValueError, "d_model must be a positive int")
+bad(R, lambda: schedules.vaswani_lr(0, 512), ValueError, "step must be a positive int", "got 0")
+bad(R, lambda: schedules.vaswani_lr(1, 512, warmup=-5), ValueError, "warmup must be a positive int")
+bad(R, lambda: schedules.warmup_cosine_lr(1, -3e-3, 10, 100), ValueError, "peak_lr must be a positive number", "-0.003")
+bad(R, lambda: schedules.warmup_cosine_lr(1, float("nan"), 10, 100), ValueError, "peak_lr must be a positive number")
+bad(R, lambda: schedules.warmup_cosine_lr(50, 1e-3, 10, 100, min_lr=-1e-4), ValueError, "min_lr must be a number in [0, 0.001]")
+bad(R, lambda: schedules.warmup_cosine_lr(50, 1e-3, 10, 100, min_lr=1e-2), ValueError, "min_lr must be a number in [0, 0.001]")
+bad(R, lambda: schedules.warmup_cosine_lr(1, 1e-3, 100, 100), ValueError, "warmup must be an int in [0, total=100)")
+bad(R, lambda: _mc(dropout=1.0), ValueError, "dropout must be a number in [0, 1)")
+bad(R, lambda: _mc(dropout=-0.5), ValueError, "dropout must be a number in [0, 1)")
+bad(R, lambda: _mc(n_heads=3), ValueError, "d_model must be divisible by n_heads")
+bad(R, lambda: _mc(pad_id=29), ValueError, "pad_id must be a valid token id < src_vocab_size=29")
+bad(R, lambda: _mc(pad_id=-1), ValueError, "pad_id must be a non-negative int")
+bad(R, lambda: _mc(max_len=0), ValueError, "max_len must be a positive int")
+bad(R, lambda: _mc(tgt_vocab_size=30, tie_embeddings=True), ValueError, "src_vocab_size must equal tgt_vocab_size")
+bad(R, lambda: model.PositionwiseFeedForward(8, 0), ValueError, "d_ff must be a positive int")
+bad(R, lambda: model.PositionwiseFeedForward(8, 16, dropout=2.0), ValueError, "dropout must be a number in [0, 1)")
+bad(R, lambda: counting.paper_config("huge"), ValueError, "size must be 'base' or 'big'", "huge")
+bad(R, lambda: counting.attention_crossover_T(512, 2048, against="all"), ValueError, "against must be 'ffn' or")
+bad(R, lambda: counting.ffn_params(512, -1), ValueError, "d_ff must be a positive int")
+bad(R, lambda: data.encode("Hello"), ValueError, "text contains 'H' at position 0")
+bad(R, lambda: data.decode([3, 99]), ValueError, "ids[1] must be an int token id in [0, 29)", "99")
+bad(R, lambda: data.decode([3, -1]), ValueError, "ids[1] must be an int token id")
+bad(R, lambda: data.make_batch([]), ValueError, "strings must be a non-empty list of str")
+bad(R, lambda: data.make_batch(["ab", ""]), ValueError, "strings[1] is empty")
+bad(R, lambda: data.make_batch(["ab", "a b"]), ValueError, "strings[1]", "' '")
+bad(R, lambda: data.random_strings(3, 5, 2), ValueError, "min_len must be <= max_len")
+bad(R, lambda: data.random_strings(0, 2, 4), ValueError, "n must be a positive int")
+bad(R, lambda: data.batch_from_ids(torch.tensor([[3, 4]]), torch.tensor([3])), ValueError, "lengths must be in [1, T=2]")
+bad(R, lambda: data.batch_from_ids(torch.tensor([[3, 40]]), torch.tensor([2])), ValueError, "ids must hold letter ids in [3, 29)")
+bad(R, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), SRC + 30), ValueError,
+    "targets must hold token ids in [0, V=29)")
+bad(R, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), torch.full((2, 3), -5)), ValueError,
+    "targets must hold token ids in [0, V=29)")
+bad(R, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), SRC, label_smoothing=1.0), ValueError,
+    "label_smoothing must be a number in [0, 1)")
+bad(R, lambda: training.masked_cross_entropy(torch.randn(2, 3, 29), torch.zeros(2, 3, dtype=torch.long)), ValueError,
+    "targets must hold at least one non-PAD token", "only PAD")
+bad(R, lambda: _tc(clip=-1.0), ValueError, "clip must be a positive number", "-1.0")
+bad(R, lambda: _tc(clip=0.0), ValueError, "clip must be a positive number", "0.0")
+bad(R, lambda: _tc(lr=0.0), ValueError, "lr must be a positive number")
+bad(R, lambda: _tc(lr=float("inf")), ValueError, "lr must be a positive number")
+bad(R, lambda: _tc(lr=-1e-3), ValueError, "lr must be a positive number")
+bad(R, lambda: _tc(steps=0), ValueError, "steps must be a positive int")
+bad(R, lambda: _tc(steps=10, warmup=10), ValueError, "warmup must be an int in [0, 9]")
+bad(R, lambda: _tc(warmup=-1), ValueError, "warmup must be an int in [0, 999]")
+bad(R, lambda: _tc(min_lr=1.0), ValueError, "min_lr must be a number in [0, 0.003]")
+bad(R, lambda: _tc(betas=(0.9, 1.0)), ValueError, "betas[1] must be a number in [0, 1)")
+bad(R, lambda: _tc(weight_decay=-0.1), ValueError, "weight_decay must be a non-negative number")
+bad(R, lambda: _tc(label_smoothing=1.5), ValueError, "label_smoothing must be a number in [0, 1)")
+bad(R, lambda: _tc(optimizer="sgd"), ValueError, "optimizer must be 'adam' or 'adamw'", "sgd")
+bad(R, lambda: _tc(pad_id=-1), ValueError, "pad_id must be a non-negative int")
+bad(R, lambda: decoding.greedy_decode(MODEL, SRC, 0), ValueError, "max_len must be a positive int")
+bad(R, lambda: decoding.greedy_decode(MODEL, SRC + 40, 5), ValueError, "src must hold token ids in [0, 29)")
+bad(R, lambda: decoding.greedy_decode(MODEL, SRC - 5, 5), ValueError, "src must hold token ids in [0, 29)")
+bad(R, lambda: decoding.sample_decode(MODEL, SRC, 5, temperature=0.0), ValueError, "temperature must be a positive number")
+bad(R, lambda: decoding.sample_decode(MODEL, SRC, 5, temperature=-1.0), ValueError, "temperature must be a positive number")
+bad(R, lambda: decoding.beam_search(MODEL, SRC, 5), ValueError, "src must have shape (1, T_src)")
+bad(R, lambda: decoding.beam_search(MODEL, SRC[:1], 5, beam_size=0), ValueError, "beam_size must be a positive int")
+bad(R, lambda: decoding.beam_search(MODEL, SRC[:1], 5, length_penalty=-1.0), ValueError,
+    "length_penalty must be a non-negative number")
+bad(R, lambda: decoding.reverse_strings(MODEL, ["a" * 13]), ValueError, "strings[0] must have at most max_len=12 letters")
+bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], batch_size=0), ValueError, "batch_size must be a positive int")
+bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], extra=0), ValueError, "extra must be an int >= 1")
+bad(R, lambda: decoding.reverse_strings(MODEL, ["aB"]), ValueError, "strings[0]", "'B'")
+bad(R, lambda: decoding.sample_reversals(MODEL, "ab", n=0), ValueError, "n must be a positive int")
+bad(R, lambda: evaluation.exact_match([], []), ValueError, "predictions and targets must be non-empty")
+bad(R, lambda: evaluation.exact_match(["a"], ["a", "b"]), ValueError, "equally long", "1 and 2")
+bad(R, lambda: evaluation.token_accuracy([""], [""]), ValueError, "targets must contain at least one character")
+bad(R, lambda: evaluation.evaluate_by_length(MODEL, lengths=[0]), ValueError, "length must be a positive int")
+bad(R, lambda: evaluation.evaluate_by_length(MODEL, n_per_length=0), ValueError, "n_per_length must be a positive int")
+bad(R, lambda: evaluation.results_table({3: {"exact_match": 1.0}}), ValueError, "results[3] must be a dict with")
+bad(R, lambda: analysis.reversal_targets(torch.tensor([0, 3]), 5), ValueError, "src_lengths must be >= 1")
+bad(R, lambda: analysis.alignment_score(W, REF + 10), ValueError, "reference must hold key positions 0..4")
+bad(R, lambda: analysis.alignment_score(W, torch.full((2, 4), -1)), ValueError, "reference marks no query")
+bad(R, lambda: analysis.alignment_score(W * 3, REF), ValueError, "weights rows that count must sum to 1")
+bad(R, lambda: analysis.alignment_score(W * float("nan"), REF), ValueError, "weights has NaN or inf")
+bad(R, lambda: analysis.offset_mass(W, REF, -1), ValueError, "max_offset must be a non-negative int")
+bad(R, lambda: analysis.attention_entropy(W, torch.zeros(2, 4, dtype=torch.bool)), ValueError, "query_mask marks no query")
+bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin=1.0, vmax=0.0), ValueError, "vmin must be smaller than vmax")
+bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), cmap="no-such-map"), ValueError, "cmap must be a matplotlib colormap")
+bad(R, lambda: plots.attention_heatmap(torch.rand(0, 3)), ValueError, "weights must not be empty")
+bad(R, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), cell_size=-1.0), ValueError, "cell_size must be a positive number")
+bad(R, lambda: interactive.explore("Bad Id", [("n", [1])], lambda n: None), ValueError, "uid must be lowercase letters")
+bad(R, lambda: interactive.explore("ok", [("n", [])], lambda n: None), ValueError, "control 'n' must have at least one value")
+bad(R, lambda: interactive.explore("ok", [], lambda: None), ValueError, "controls must name at least one control")
+bad(R, lambda: interactive.explore("ok", [("n", [1])], lambda n: None, dpi=0), ValueError, "dpi must be a positive int")
+bad(R, lambda: interactive.FrameExplorer("ok", [("n", ["1", "2"])], {(0,): b"png"}), ValueError,
+    "frames must have one PNG per combination")
+bad(R, lambda: pretrained.train_reversal_model(steps=0, progress=False), ValueError, "steps must be a positive int")
+bad(R, lambda: quiz.Question("q?", 2, "e", choices=["a", "b"]), ValueError, "answer must be the index of the right choice")
+bad(R, lambda: quiz.Quiz("t", []), ValueError, "a quiz has 1 to 8 questions")
+bad(R, lambda: student.stub_source("### BEGIN SOLUTION\nx = 1\n"), ValueError, "has no matching '### END SOLUTION'")
+bad(R, lambda: student.stub_source("### END SOLUTION\n"), ValueError, "without '### BEGIN SOLUTION'")
+bad(R, lambda: utils.get_device("gpu"), ValueError, "prefer must be 'cpu', 'cuda' or 'auto'", "gpu")
+bad(R, lambda: utils.agreement(1.0, 1.0, tol=0.0), ValueError, "tol must be a positive number")
+bad(R, lambda: utils.agreement(1.0, 1.0, tol=float("nan")), ValueError, "tol must be a positive number")
+bad(R, lambda: utils.max_error(torch.tensor([float("nan")])), ValueError, "got and reference must be finite")
+
+# ---------------------------------------------------------------- wrong shape, rank or dtype of a tensor
+S = "wrong shape or dtype"
+bad(S, lambda: attention.scaled_dot_product_attention(torch.randn(8), Q, Q), ValueError, "q must have 2 or 3 or 4 or 5 dimensions")
+bad(S, lambda: attention.scaled_dot_product_attention(Q, torch.randn(2, 4, 6), Q), ValueError, "q and k must share d_k")
+bad(S, lambda: attention.scaled_dot_product_attention(Q, Q, torch.randn(2, 5, 8)), ValueError,
+    "k and v must have the same number of keys")
+bad(S, lambda: attention.scaled_dot_product_attention(Q, Q.double(), Q), TypeError, "q, k and v must share one dtype",
+    "float64")
+bad(S, lambda: attention.scaled_dot_product_attention(Q, torch.randn(3, 4, 8), torch.randn(3, 4, 8)), ValueError,
+    "q, k and v must agree on their leading (batch, head) dimensions")
+bad(S, lambda: attention.scaled_dot_product_attention(Q.long(), Q.long(), Q.long()), TypeError,
+    "q must be a floating-point tensor", "int64")
+bad(S, lambda: attention.scaled_dot_product_attention(Q, Q, Q, mask=torch.ones(4, 4)), TypeError,
+    "mask must be a boolean keep-mask", "float32")
+bad(S, lambda: attention.scaled_dot_product_attention(Q, Q, Q, mask=torch.ones(3, 4, dtype=torch.bool)), ValueError,
+    "mask of shape (3, 4) does not broadcast to the scores")
+bad(S, lambda: MHA(torch.randn(2, 3, 6)), ValueError, "query must have last dimension d_model=8")
+bad(S, lambda: MHA(torch.randn(3, 8)), ValueError, "query must have 3 dimensions")
+bad(S, lambda: MHA(X, torch.randn(3, 5, 8)), ValueError, "query, key and value must have the same batch size")
+bad(S, lambda: MHA(X, torch.randn(2, 5, 8), torch.randn(2, 4, 8)), ValueError, "key and value must have the same number")
+bad(S, lambda: MHA(X.double()), TypeError, "query, key and value must have the module's dtype torch.float32")
+bad(S, lambda: MHA(X.long()), TypeError, "query must be a floating-point tensor")
+bad(S, lambda: MHA(X, mask=torch.ones(3, 3)), TypeError, "mask must be a boolean keep-mask")
+bad(S, lambda: MHA(X, need_weights=False, mask=torch.ones(5, 5, dtype=torch.bool)), ValueError,
+    "mask of shape (5, 5) does not broadcast")
+bad(S, lambda: MHA.split_heads(torch.randn(2, 3, 6)), ValueError, "x must have last dimension d_model=8")
+bad(S, lambda: MHA.merge_heads(torch.randn(2, 3, 3, 4)), ValueError, "x must have shape (B, h=2, T, d_k=4)")
+bad(S, lambda: masks.padding_mask(torch.zeros(2, 3), 0), TypeError, "tokens must hold integer token ids")
+bad(S, lambda: masks.padding_mask(torch.zeros(3, dtype=torch.long), 0), ValueError, "tokens must have 2 dimensions")
+bad(S, lambda: masks.combine_masks(masks.causal_mask(3), masks.causal_mask(4)), ValueError,
+    "masks[1] of shape (1, 1, 4, 4) does not broadcast")
+bad(S, lambda: masks.combine_masks(masks.causal_mask(3), torch.ones(3, 3)), TypeError, "masks[1] must be a boolean")
+bad(S, lambda: masks.mask_to_text(torch.ones(2, 2, 3, 3, dtype=torch.bool)), ValueError, "mask must reduce to 2 dimensions")
+bad(S, lambda: positional.apply_rope(torch.randn(3, 7), *positional.rope_tables(3, 8)), ValueError, "even last dimension")
+bad(S, lambda: positional.apply_rope(X, *positional.rope_tables(3, 6)), ValueError, "cos and sin must both have shape")
+bad(S, lambda: positional.apply_rope(X.long(), *positional.rope_tables(3, 8)), TypeError, "x must be a floating-point")
+bad(S, lambda: positional.SinusoidalPositionalEncoding(8, 16)(torch.randn(2, 3, 6)), ValueError,
+    "x must have last dimension d_model=8")
+bad(S, lambda: positional.SinusoidalPositionalEncoding(8, 16)(torch.randn(3, 8)), ValueError, "x must have 3 dimensions")
+bad(S, lambda: positional.LearnedPositionalEncoding(16, 8)(torch.randn(2, 3, 6)), ValueError, "x must have last dimension")
+bad(S, lambda: LN(torch.randn(2, 3, 6)), ValueError, "x must have last dimension d_model=8")
+bad(S, lambda: LN(torch.ones(2, 8, dtype=torch.long)), TypeError, "x must be a floating-point tensor")
+bad(S, lambda: norm.masked_feature_stats(X, torch.ones(2, 3)), TypeError, "keep must be a boolean tensor")
+bad(S, lambda: norm.masked_feature_stats(X, torch.ones(2, 4, dtype=torch.bool)), ValueError, "keep must have shape (B, T)")
+bad(S, lambda: norm.masked_feature_stats(X, torch.zeros(2, 3, dtype=torch.bool)), ValueError, "keep has no True entry")
+bad(S, lambda: MODEL(SRC.int(), SRC), TypeError, "src must hold token ids as torch.long", "int32")
+bad(S, lambda: MODEL(SRC, SRC[:1]), ValueError, "src and tgt must have the same batch size")
+bad(S, lambda: MODEL(SRC + 30, SRC), ValueError, "src holds token ids outside [0, 29)")
+bad(S, lambda: MODEL(SRC, SRC - 1), ValueError, "tgt holds token ids outside [0, 29)")
+bad(S, lambda: MODEL(SRC, torch.ones(2, 13, dtype=torch.long)), ValueError, "tgt has length 13, beyond max_len=12")
+bad(S, lambda: MODEL(SRC, SRC[:, :0]), ValueError, "tgt must hold at least one token")
+bad(S, lambda: MODEL(SRC, SRC, src_mask=torch.ones(2, 1, 1, 5, dtype=torch.bool)), ValueError,
+    "src_mask of shape (2, 1, 1, 5) does not broadcast")
+bad(S, lambda: MODEL(SRC, SRC, tgt_mask=torch.ones(3, 3)), TypeError, "tgt_mask must be a boolean keep-mask")
+bad(S, lambda: MODEL.decode(SRC, torch.randn(2, 3, 6)), ValueError, "memory must have shape (B=2, T_src, d_model=8)")
+bad(S, lambda: MODEL.decode(SRC, torch.randn(2, 3, 8).long()), TypeError, "memory must be a floating-point tensor")
+bad(S, lambda: MODEL.decode(SRC, MODEL.encode(SRC), cache=model.KVCache(3)), ValueError,
+    "cache must have one entry per decoder layer (1)")
+bad(S, lambda: MODEL.encoder_layers[0](torch.randn(3, 8)), ValueError, "x must have 3 dimensions")
+bad(S, lambda: MODEL.decoder_layers[0](X, torch.randn(3, 4, 8)), ValueError, "memory must have the batch size B=2")
+bad(S, lambda: decoding.greedy_decode(MODEL, SRC[0], 5), ValueError, "src must have 2 dimensions")
+bad(S, lambda: decoding.greedy_decode(MODEL, SRC[:, :0], 5), ValueError, "src must hold at least one token")
+bad(S, lambda: training.masked_cross_entropy(torch.randn(2, 4, 29), SRC), ValueError, "must agree on B and T")
+bad(S, lambda: training.masked_cross_entropy(torch.randn(2, 3), SRC), ValueError, "logits must have 3 dimensions")
+bad(S, lambda: training.masked_cross_entropy(torch.randint(0, 3, (2, 3, 29)), SRC), TypeError,
+    "logits must be a floating-point tensor")
+bad(S, lambda: data.decode(torch.zeros(2, 2, dtype=torch.long)), ValueError, "ids must be a 1-D tensor")
+bad(S, lambda: data.batch_from_ids(torch.tensor([[3, 4]]), torch.tensor([2, 2])), ValueError,
+    "lengths must have one entry per row of ids")
+bad(S, lambda: analysis.alignment_score(W[0], REF), ValueError, "weights must have 4 dimensions (B, h, T_q, T_k)")
+bad(S, lambda: analysis.alignment_score(W, REF[:, :3]), ValueError, "reference must have shape (B, T_q) = (2, 4)")
+bad(S, lambda: analysis.attention_entropy(W, torch.ones(2, 5, dtype=torch.bool)), ValueError,
+    "query_mask must have shape (B, T_q) = (2, 4)")
+bad(S, lambda: analysis.reversal_targets(torch.tensor([[3]]), 5), ValueError, "src_lengths must have 1 dimensions")
+bad(S, lambda: plots.attention_heatmap(torch.rand(2, 3, 3)), ValueError, "weights must be 2-D (T_q, T_k)")
+bad(S, lambda: plots.attention_heatmap(torch.rand(3, 4), keys=["a", "b"]), ValueError, "keys must have 4 labels")
+bad(S, lambda: plots.attention_heatmap(np.array([["a", "b"]])), TypeError, "weights must hold numbers")
+bad(S, lambda: plots.attention_grid(torch.rand(3, 3)), ValueError, "weights must be 4-D (rows, cols, T_q, T_k)")
+bad(S, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles=["a"]), ValueError, "col_titles must have 2 titles")
+bad(S, lambda: plots.attention_grid(torch.rand(2, 1, 3, 3), row_titles=["a"]), ValueError, "row_titles must have 2 titles")
+bad(S, lambda: plots.attention_grid(torch.rand(1, 1, 3, 4), keys=["a"]), ValueError, "keys must have 4 labels")
+bad(S, lambda: utils.max_error(torch.zeros(2), torch.zeros(3)), ValueError, "got and reference must have the same shape")
+
+# ---------------------------------------------------------------- files: missing, empty, truncated, foreign, mismatched
+F_ = "checkpoint file"
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "missing.pt"), FileNotFoundError, "checkpoint not found at missing.pt")
+bad(F_, lambda: pretrained.load_reversal_model(TMP), ValueError, "path must be a checkpoint file", "directory")
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "empty.pt"), ValueError, "path must be a checkpoint", "empty.pt")
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "text.pt"), ValueError, "path must be a checkpoint", "text.pt")
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "truncated.pt"), ValueError, "path must be a checkpoint",
+    "truncated.pt")
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "foreign.pt"), ValueError, "path must be a checkpoint written by",
+    "'config'")
+bad(F_, lambda: pretrained.checkpoint_recipe(TMP / "foreign.pt"), ValueError, "path must be a checkpoint written by")
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "no_vocab.pt"), ValueError, "the checkpoint's config must hold",
+    "missing ['src_vocab_size', 'tgt_vocab_size']")
+bad(F_, lambda: pretrained.load_reversal_model(TMP / "mismatch.pt"), ValueError, "weights fit its config")
+bad(F_, lambda: pretrained.build_model({k: v for k, v in pretrained.FAST_RECIPE.items() if k != "model"}), ValueError,
+    "recipe must have the keys", "['model']")
+bad(F_, lambda: pretrained.build_model({**pretrained.FAST_RECIPE, "model": {"d_modle": 8}}), ValueError,
+    "recipe['model'] must hold TransformerConfig fields", "d_modle")
+bad(F_, lambda: pretrained.train_reversal_model({"model": {}}, progress=False), ValueError, "recipe must have the keys")
+
+
+def _run(row: Row) -> BaseException | None:
+    try:
+        row[1]()
+    except BaseException as error:  # noqa: BLE001 - the table records whatever comes out
+        return error
+    return None
+
+
+def _clear(row: Row, error: BaseException | None) -> bool:
+    _, _, want, words = row
+    return type(error) is want and all(w in str(error) for w in words) and "\n" not in str(error).strip()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_bad_input_gets_a_clear_error(row: Row) -> None:
+    error = _run(row)
+    assert error is not None, "no error: the bad input passed silently"
+    assert type(error) is row[2], f"{type(error).__name__}: {error}"
+    for word in row[3]:
+        assert word in str(error), f"{word!r} not in {str(error)!r}"
+
+
+def test_fully_padded_batch_is_an_error_not_nan() -> None:
+    with pytest.raises(ValueError, match="only PAD"):
+        training.masked_cross_entropy(torch.randn(1, 2, 29), torch.zeros(1, 2, dtype=torch.long))
+
+
+def test_string_as_long_as_max_len_is_reversed() -> None:
+    """A string of max_len letters fits: generation stops at the model's max_len instead of failing."""
+    out = decoding.reverse_strings(MODEL, ["a" * CFG.max_len, "ab"])
+    assert len(out) == 2 and all(isinstance(s, str) and len(s) <= CFG.max_len for s in out)
+    ids = decoding.greedy_decode(MODEL, data.make_batch(["ab"])[0], max_len=100)
+    assert ids.shape[1] <= CFG.max_len
+
+
+def test_numpy_integers_are_accepted() -> None:
+    assert masks.causal_mask(np.int64(3)).shape == (1, 1, 3, 3)
+    assert counting.mha_params(np.int32(4)) == counting.mha_params(4)
+    assert data.decode(np.array([3, 4, 2])) == data.decode([3, 4, 2]) == "ab"
+
+
+def counts() -> dict[str, tuple[int, int]]:
+    """{kind: (tried, clear errors)} over the table."""
+    tried: Counter[str] = Counter()
+    clear: Counter[str] = Counter()
+    for row in ROWS:
+        tried[row[0]] += 1
+        clear[row[0]] += _clear(row, _run(row))
+    return {k: (tried[k], clear[k]) for k in tried}
+
+
+if __name__ == "__main__":
+    c = counts()
+    for kind, (n, ok) in c.items():
+        print(f"{kind:>22}: {ok} / {n} clear errors")
+    print(f"{'all bad inputs':>22}: {sum(ok for _, ok in c.values())} / {sum(n for n, _ in c.values())} clear errors")
