@@ -159,7 +159,9 @@ def check_train_step(fn: Callable[..., float]) -> None:
     for i, strings in enumerate(_STEP_BATCHES):
         batch = make_batch(strings)
         before = _flat_params(model)
-        got_loss = call_student(fn, model, optimizer, scheduler, batch, _STEP_CLIP, what="your train_step")
+        got_loss = call_student(
+            fn, model, optimizer, scheduler, batch, _STEP_CLIP, what="your train_step", may_modify=True
+        )
         got = _flat_params(model)
         step = f"after step {i + 1}"
         if close(got, before, atol=0, rtol=0):
@@ -225,7 +227,8 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
         return reference_train_step(model_, optimizer, scheduler, batch, clip)
 
     losses = call_student(
-        fn, model, batch_fn, _LOOP_STEPS, _LOOP_LR, _LOOP_WARMUP, _LOOP_CLIP, train_step, what="your train"
+        fn, model, batch_fn, _LOOP_STEPS, _LOOP_LR, _LOOP_WARMUP, _LOOP_CLIP, train_step, what="your train",
+        may_modify=True,
     )
     if len(calls) != _LOOP_STEPS:
         raise CheckFailed(f"train_step was called {len(calls)} times for steps={_LOOP_STEPS}; call it once per step.")
