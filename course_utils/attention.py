@@ -65,8 +65,11 @@ def scaled_dot_product_attention(
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: project, split into heads, attend, merge, project. Chapter 1."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, sdpa: bool = True):
         super().__init__()
+        # sdpa=True: without weights, use PyTorch's fused F.scaled_dot_product_attention; False: always
+        # the explicit softmax(Q K^T / sqrt(d_k)) V above (same maths; faster on a CPU for short sequences)
+        self.sdpa = bool(sdpa)
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         check_probability("dropout", dropout)
@@ -153,11 +156,13 @@ class MultiHeadAttention(nn.Module):
         Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None). The KV cache of
         Chapter 6 calls this directly with cached k and v.
         """
-        if need_weights:
+        if need_weights or not self.sdpa:
             out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
-            weights_out: Tensor | None = weights
+            weights_out: Tensor | None = weights if need_weights else None
             if self.training and self.dropout.p > 0:
-                out = self.dropout(weights) @ v  # dropout on the weights, as in the paper
+                # dropout on the attention weights: not in the paper (section 5.4 drops sub-layer outputs and
+                # embeddings + positions); it comes from later implementations such as the Annotated Transformer
+                out = self.dropout(weights) @ v
         else:
             if mask is not None:
                 check_bool_mask("mask", mask)

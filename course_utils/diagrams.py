@@ -1,4 +1,6 @@
-"""The architecture drawing of the landing page: the whole encoder-decoder Transformer.
+"""The architecture drawing of the landing page (the whole encoder-decoder Transformer) and the
+smaller pictures of the chapters: Q/K/V projections, the multi-head split, post-LN vs pre-LN,
+the KV cache.
 
 Drawn with matplotlib from boxes and arrows (no image file), so it is deterministic, readable at
 page width and uses the paper's names: ``d_model``, ``h``, ``N``, ``d_ff``.
@@ -6,11 +8,15 @@ page width and uses the paper's names: ``d_model``, ``h``, ``N``, ``d_ff``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+from .validate import check_positive_int
 
 # Colours of the kinds of boxes, one per kind (close to the paper's Figure 1 palette).
 COLOURS = {
@@ -194,3 +200,192 @@ def draw_transformer(ax: Axes | None = None) -> Figure:
             ha="center", va="center", fontsize=8.5,
             bbox={"boxstyle": "round,pad=0.4", "facecolor": "white", "edgecolor": "#999999"})
     return fig
+
+
+# ---- the smaller pictures of Chapters 1, 3 and 6 ------------------------------------------------
+
+HEAD_COLOURS = ("#8fbce6", "#f5a97f", "#a6d8a0", "#d7b5e8", "#f2d06b", "#9fd9d9", "#e8a0b4", "#c8c8c8")
+ROLE_COLOURS = {"Q": "#f5a97f", "K": "#8fbce6", "V": "#a6d8a0", "x": "#dddddd"}
+
+
+def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    elif not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    ax.axis("off")
+    return ax
+
+
+def _grid(
+    ax: Axes, x: float, y: float, rows: int, cols: int, colour: str | Sequence[str], cell: float = 0.3,
+    label: str | None = None, row_labels: Sequence[str] | None = None, highlight_rows: Sequence[int] = (),
+) -> None:
+    """A rows x cols matrix of cells with its lower-left corner at (x, y); ``colour`` per column or one for all."""
+    colours = [colour] * cols if isinstance(colour, str) else list(colour)
+    for r in range(rows):
+        for c in range(cols):
+            edge = "#d62728" if r in highlight_rows else "#555555"
+            ax.add_patch(FancyBboxPatch((x + c * cell, y + (rows - 1 - r) * cell), cell, cell,
+                                        boxstyle="square,pad=0", facecolor=colours[c], edgecolor=edge,
+                                        linewidth=1.6 if r in highlight_rows else 0.6, zorder=3))
+    if label is not None:
+        ax.text(x + cols * cell / 2, y + rows * cell + 0.12, label, ha="center", va="bottom", fontsize=9.5)
+    for r, name in enumerate(row_labels or ()):
+        ax.text(x - 0.08, y + (rows - 1 - r) * cell + cell / 2, name, ha="right", va="center", fontsize=9)
+
+
+def draw_qkv_projections(T: int = 4, d_model: int = 6, ax: Axes | None = None) -> Figure:
+    """The same T tokens, projected three ways: Q = X W_Q, K = X W_K, V = X W_V. Chapter 1."""
+    check_positive_int("T", T)
+    check_positive_int("d_model", d_model)
+    if T > 6 or d_model > 8:
+        raise ValueError(f"T must be at most 6 and d_model at most 8 to stay readable, got T={T}, d_model={d_model}")
+    ax = _new_axes(ax, (6.4, 3.4))
+    cell = 0.22
+    width, height = d_model * cell, T * cell
+    gap = 0.35
+    total_h = 3 * height + 2 * gap
+    x0, y0 = 0.7, 0.55 + (total_h - height) / 2
+    tokens = [f"$x_{{{i + 1}}}$" for i in range(T)]
+    _grid(ax, x0, y0, T, d_model, ROLE_COLOURS["x"], cell, r"tokens $X$: $(T, d_{model})$", tokens)
+    x_out = x0 + width + 2.6
+    for i, role in enumerate("QKV"):
+        y = 0.55 + (2 - i) * (height + gap)
+        _grid(ax, x_out, y, T, d_model, ROLE_COLOURS[role], cell, None, tokens)
+        ax.text(x_out + width + 0.15, y + height / 2, rf"${role} = X\,W_{role}$", ha="left", va="center",
+                fontsize=10)
+        _arrow(ax, (x0 + width + 0.12, y0 + height / 2), (x_out - 0.35, y + height / 2))
+        ax.text((x0 + width + x_out) / 2 - 0.1, (y0 + y + height) / 2 + 0.02, f"$W_{role}$", ha="center",
+                va="bottom", fontsize=9.5)
+    ax.text((x0 + x_out + width) / 2 + 0.5, 0.12,
+            "row $i$ of $Q$, $K$ and $V$ comes from the same token $x_i$, through three different matrices",
+            ha="center", va="center", fontsize=9, color="#444444")
+    ax.set_xlim(0, x_out + width + 1.6)
+    ax.set_ylim(-0.05, 0.55 + total_h + 0.45)
+    ax.set_aspect("equal")
+    return ax.figure
+
+
+def draw_multihead_split(T: int = 3, d_model: int = 8, n_heads: int = 2, ax: Axes | None = None) -> Figure:
+    """Multi-head attention's reshapes: split d_model into h slices of d_k, attend, concatenate, W_O. Chapter 1."""
+    check_positive_int("T", T)
+    check_positive_int("d_model", d_model)
+    check_positive_int("n_heads", n_heads)
+    if d_model % n_heads != 0 or n_heads > len(HEAD_COLOURS):
+        raise ValueError(f"n_heads must divide d_model and be at most {len(HEAD_COLOURS)}, "
+                         f"got d_model={d_model} and n_heads={n_heads}")
+    d_k = d_model // n_heads
+    ax = _new_axes(ax, (6.8, 3.0))
+    cell = 0.28
+    colours = [HEAD_COLOURS[c // d_k] for c in range(d_model)]
+    y = 0.9
+    width = d_model * cell
+    _grid(ax, 0.2, y, T, d_model, colours, cell, r"$Q$ $(T, d_{model})$")
+    gap = 0.5
+    x_heads = 0.2 + width + 1.2
+    head_w = d_k * cell
+    heads_right = x_heads + n_heads * head_w + (n_heads - 1) * gap
+    x_out = heads_right + 1.3
+    for h in range(n_heads):
+        x = x_heads + h * (head_w + gap)
+        _grid(ax, x, y, T, d_k, HEAD_COLOURS[h], cell, f"head {h + 1}")
+        ax.text(x + head_w / 2, y - 0.12, "attend", ha="center", va="top", fontsize=8.5, color="#444444")
+    _arrow(ax, (0.2 + width + 0.15, y + T * cell / 2), (x_heads - 0.15, y + T * cell / 2))
+    ax.text(0.2 + width + 0.65, y + T * cell / 2 + 0.1, "split", ha="center", va="bottom", fontsize=9)
+    _arrow(ax, (heads_right + 0.15, y + T * cell / 2), (x_out - 0.15, y + T * cell / 2))
+    ax.text(heads_right + 0.65, y + T * cell / 2 + 0.1, "concat", ha="center", va="bottom", fontsize=9)
+    _grid(ax, x_out, y, T, d_model, colours, cell, r"concat $(T, h\,d_k)$")
+    x_final = x_out + width + 1.1
+    _arrow(ax, (x_out + width + 0.15, y + T * cell / 2), (x_final - 0.15, y + T * cell / 2))
+    ax.text(x_out + width + 0.55, y + T * cell / 2 + 0.1, "$W_O$", ha="center", va="bottom", fontsize=9)
+    _grid(ax, x_final, y, T, d_model, "#cccccc", cell, r"output $(T, d_{model})$")
+    ax.text((x_final + width) / 2, 0.25,
+            f"$d_{{model}}={d_model}$, $h={n_heads}$ heads of $d_k={d_k}$ columns each; "
+            "every head sees all T tokens but only its own slice of the features",
+            ha="center", va="center", fontsize=9, color="#444444")
+    ax.set_xlim(0, x_final + width + 0.2)
+    ax.set_ylim(0, y + T * cell + 0.6)
+    ax.set_aspect("equal")
+    return ax.figure
+
+
+def _flow_box(ax: Axes, x: float, y: float, label: str, kind: str, w: float = 1.9, h: float = 0.5) -> None:
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.1",
+                                facecolor=COLOURS[kind], edgecolor="#333333", linewidth=1.0, zorder=3))
+    ax.text(x, y, label, ha="center", va="center", fontsize=9.5, zorder=4)
+
+
+def _plus(ax: Axes, x: float, y: float) -> None:
+    ax.add_patch(Circle((x, y), 0.17, facecolor="white", edgecolor="#333333", linewidth=1.0, zorder=3))
+    ax.text(x, y - 0.01, "+", ha="center", va="center", fontsize=11, zorder=4)
+
+
+def draw_post_pre_ln(ax: Axes | None = None) -> Figure:
+    """Post-LN (the paper) and pre-LN side by side: where LayerNorm sits on the residual path. Chapter 3."""
+    ax = _new_axes(ax, (6.4, 3.6))
+    for x, title, post in ((1.6, "post-LN (the paper)", True), (5.0, "pre-LN", False)):
+        ax.text(x, 5.05, title, ha="center", va="center", fontsize=10.5, weight="bold")
+        ax.text(x, 0.0, r"$x$", ha="center", va="center", fontsize=10)
+        side = x - 1.35
+        if post:
+            _arrow(ax, (x, 0.2), (x, 1.15))
+            _flow_box(ax, x, 1.4, "Sublayer", "attention")
+            _arrow(ax, (x, 1.65), (x, 2.33))
+            _plus(ax, x, 2.5)
+            _arrow(ax, (x, 2.67), (x, 3.15))
+            _flow_box(ax, x, 3.4, "LayerNorm", "norm")
+            _arrow(ax, (x, 3.65), (x, 4.2))
+            _line(ax, [x, side, side], [0.45, 0.45, 2.5])
+            _arrow(ax, (side, 2.5), (x - 0.17, 2.5))
+            ax.text(x, 4.35, r"$\mathrm{LN}(x + \mathrm{Sublayer}(x))$", ha="center", va="bottom", fontsize=9.5)
+            ax.text(side - 0.08, 1.4, "residual", ha="right", va="center", fontsize=8.5, rotation=90,
+                    color="#444444")
+        else:
+            _arrow(ax, (x, 0.2), (x, 1.15))
+            _flow_box(ax, x, 1.4, "LayerNorm", "norm")
+            _arrow(ax, (x, 1.65), (x, 2.15))
+            _flow_box(ax, x, 2.4, "Sublayer", "attention")
+            _arrow(ax, (x, 2.65), (x, 3.23))
+            _plus(ax, x, 3.4)
+            _arrow(ax, (x, 3.57), (x, 4.2))
+            _line(ax, [x, side, side], [0.45, 0.45, 3.4])
+            _arrow(ax, (side, 3.4), (x - 0.17, 3.4))
+            ax.text(x, 4.35, r"$x + \mathrm{Sublayer}(\mathrm{LN}(x))$", ha="center", va="bottom", fontsize=9.5)
+            ax.text(side - 0.08, 1.9, "residual: never normalised", ha="right", va="center", fontsize=8.5,
+                    rotation=90, color="#444444")
+    ax.set_xlim(-0.2, 6.6)
+    ax.set_ylim(-0.3, 5.3)
+    ax.set_aspect("equal")
+    return ax.figure
+
+
+def draw_kv_cache(steps: int = 4, ax: Axes | None = None) -> Figure:
+    """The decoder's key/value cache after each generation step: one new column per step, old ones reused. Chapter 6."""
+    check_positive_int("steps", steps)
+    if steps > 8:
+        raise ValueError(f"steps must be at most 8 to stay readable, got {steps}")
+    ax = _new_axes(ax, (6.8, 2.8))
+    cell = 0.32
+    panel_w = steps * cell + 0.7
+    for t in range(1, steps + 1):
+        x = 0.6 + (t - 1) * panel_w
+        for role, y in (("K", 1.2), ("V", 0.55)):
+            for j in range(t):
+                new = j == t - 1
+                ax.add_patch(FancyBboxPatch((x + j * cell, y), cell, cell * 1.4, boxstyle="square,pad=0",
+                                            facecolor=ROLE_COLOURS[role] if new else "#eeeeee",
+                                            edgecolor="#d62728" if new else "#777777",
+                                            linewidth=1.6 if new else 0.6, zorder=3))
+            if t == 1:
+                ax.text(x - 0.12, y + cell * 0.7, role, ha="right", va="center", fontsize=9.5, style="italic")
+        ax.text(x + t * cell / 2, 2.0, f"step {t}", ha="center", va="bottom", fontsize=9.5)
+        ax.text(x + (t - 0.5) * cell, 0.3, f"$q_{{{t}}}$", ha="center", va="top", fontsize=9.5)
+    ax.text(0.6 + steps * panel_w / 2, -0.35,
+            "each step computes the key, value and query of the newest token only (outlined);\n"
+            "the grey keys and values are read from the cache, not recomputed",
+            ha="center", va="center", fontsize=9, color="#444444")
+    ax.set_xlim(0, 0.6 + steps * panel_w)
+    ax.set_ylim(-0.75, 2.45)
+    ax.set_aspect("equal")
+    return ax.figure

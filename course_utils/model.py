@@ -57,7 +57,9 @@ class TransformerConfig:
     d_ff: int = 128  # hidden width of the position-wise FFN (paper: 4 * d_model = 2048)
     n_encoder_layers: int = 2  # encoder blocks N (paper: 6)
     n_decoder_layers: int = 2  # decoder blocks N (paper: 6)
-    dropout: float = 0.1  # on sub-layer outputs, embeddings+PE, attention weights, FFN hidden (paper: 0.1)
+    # paper (section 5.4): 0.1 on every sub-layer output and on embeddings + PE; this model also drops
+    # attention weights and the FFN hidden layer, as later implementations do (not in the paper)
+    dropout: float = 0.1
     max_len: int = 256  # longest sequence the positional table covers
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN (LayerNorm inside the residual branch)
     tie_embeddings: bool = False  # one shared embedding for source, target and output projection (equal vocab sizes)
@@ -66,6 +68,9 @@ class TransformerConfig:
     source_positions: str = "start"  # "start": source token j is at j; "end": at L-1-j (Chapter 9)
     random_positions: int = 0  # > 0: in training, positions are a sorted random subset of 0..this-1 (Chapter 9)
     random_fraction: float = 1.0  # share of training examples that get random positions; the rest keep 0, 1, 2, ...
+    # kernels (the same function either way, different speed; Chapter 6 measures them):
+    fused_layer_norm: bool = False  # True: LayerNorm through F.layer_norm instead of the from-scratch formula
+    sdpa_attention: bool = True  # False: explicit attention maths instead of F.scaled_dot_product_attention
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
@@ -215,7 +220,11 @@ def attend_with_bias(
 
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = W_2 dropout(ReLU(W_1 x + b_1)) + b_2, applied to every position alike. Chapter 5."""
+    """FFN(x) = W_2 dropout(ReLU(W_1 x + b_1)) + b_2, applied to every position alike. Chapter 5.
+
+    The paper's FFN has no dropout inside (section 3.3); the hidden-layer dropout here follows later
+    implementations and is off with dropout=0.
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
@@ -234,12 +243,15 @@ class PositionwiseFeedForward(nn.Module):
 class EncoderBlock(nn.Module):
     """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
+        fused_layer_norm: bool = False, sdpa_attention: bool = True,
+    ):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        self.norm1, self.norm2 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(2))
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(
@@ -325,13 +337,16 @@ def cached_self_attention(
 class DecoderBlock(nn.Module):
     """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
+        fused_layer_norm: bool = False, sdpa_attention: bool = True,
+    ):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+        self.norm1, self.norm2, self.norm3 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(3))
         self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _self_attention(
@@ -406,15 +421,19 @@ class Transformer(nn.Module):
         self.tgt_embed = self.src_embed if c.tie_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
         self.positional_scheme = PositionalScheme(c)  # sinusoidal by default (Chapter 9 switches it)
         self.dropout = nn.Dropout(c.dropout)
+        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention}
         self.encoder_layers = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_encoder_layers)
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels)
+            for _ in range(c.n_encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_decoder_layers)
+            DecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels)
+            for _ in range(c.n_decoder_layers)
         )
         # pre-LN stacks end with a LayerNorm (the residual stream is never normalised otherwise)
-        self.encoder_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
-        self.decoder_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        final_norm = (lambda: LayerNorm(c.d_model, fused=c.fused_layer_norm)) if c.norm_first else nn.Identity
+        self.encoder_norm: nn.Module = final_norm()
+        self.decoder_norm: nn.Module = final_norm()
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size)  # d_model -> V_tgt logits
         self._reset_parameters()
         if c.tie_embeddings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .validate import check_callable, check_choice, check_float_tensor, check_number, check_positive_int, check_rank
@@ -19,10 +20,11 @@ def _check_eps(eps: object) -> float:
 class LayerNorm(nn.Module):
     """Normalise each token over its d_model features, then scale by gamma and shift by beta. Chapter 3."""
 
-    def __init__(self, d_model: int, eps: float = 1e-5):
+    def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = False):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.eps = _check_eps(eps)
+        self.fused = bool(fused)  # True: the same maths through PyTorch's one-kernel F.layer_norm (faster)
         self.gamma = nn.Parameter(torch.ones(d_model))
         self.beta = nn.Parameter(torch.zeros(d_model))
 
@@ -33,6 +35,8 @@ class LayerNorm(nn.Module):
             raise ValueError(
                 f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}"
             )
+        if self.fused:
+            return F.layer_norm(x, (self.d_model,), self.gamma, self.beta, self.eps)
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1), biased like nn.LayerNorm
         return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta

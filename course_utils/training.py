@@ -73,6 +73,26 @@ def masked_cross_entropy(
     )
 
 
+def warmup_cosine_scheduler(
+    optimizer: torch.optim.Optimizer, warmup: int, total: int, min_ratio: float = 0.0
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR scheduler: step s of ``total`` uses the optimiser's lr x warm-up + cosine factor. Chapter 6.
+
+    Right after construction the learning rate is the one of step 1; call ``scheduler.step()``
+    after every ``optimizer.step()`` to move to the next step's rate (as :func:`train` does).
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    check_positive_int("total", total)
+    if not 0.0 <= min_ratio <= 1.0:
+        raise ValueError(f"min_ratio must be in [0, 1], got {min_ratio}")
+    warmup_cosine_lr(1, 1.0, warmup, total, min_ratio)  # validates warmup against total
+    # LambdaLR counts from 0; our schedule counts steps from 1
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: warmup_cosine_lr(s + 1, 1.0, warmup, total, min_ratio)
+    )
+
+
 @dataclass
 class TrainConfig:
     """Hyper-parameters of :func:`train`. Chapter 6."""

@@ -13,6 +13,8 @@ import argparse
 import copy
 from pathlib import Path
 
+import torch
+
 from course_utils.evaluation import evaluate_by_length, results_table
 from course_utils.pretrained import CHECKPOINT_PATH, FAST_RECIPE, save_checkpoint, train_reversal_model
 
@@ -22,7 +24,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's steps (smoke runs)")
     parser.add_argument("--out", type=Path, default=CHECKPOINT_PATH)
     parser.add_argument("--no-eval", action="store_true", help="skip the evaluation table")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: PyTorch's choice)")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     recipe = copy.deepcopy(FAST_RECIPE)
     model, history = train_reversal_model(recipe, progress=True, steps=args.steps)
     if args.steps is not None:

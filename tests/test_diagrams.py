@@ -92,3 +92,64 @@ def test_draws_into_a_given_axes():
 def test_rejects_a_wrong_ax():
     with pytest.raises(TypeError, match="ax must be a matplotlib Axes or None, got str"):
         draw_transformer(ax="left")
+
+
+# ----- the chapter pictures ------------------------------------------------------------------------
+
+from course_utils.diagrams import (  # noqa: E402
+    draw_kv_cache,
+    draw_multihead_split,
+    draw_post_pre_ln,
+    draw_qkv_projections,
+)
+
+
+def test_qkv_projections_show_three_projections_of_the_same_tokens():
+    fig = draw_qkv_projections(T=3, d_model=4)
+    texts = " ".join(_texts(fig))
+    for name in ("W_Q", "W_K", "W_V", "Q = X", "K = X", "V = X", "x_{3}"):
+        assert name in texts, name
+    cells = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch)]
+    assert len(cells) == 4 * 3 * 4  # X, Q, K and V, each T x d_model
+    plt.close(fig)
+
+
+def test_multihead_split_colours_one_slice_per_head():
+    fig = draw_multihead_split(T=2, d_model=6, n_heads=3)
+    texts = _texts(fig)
+    assert {"head 1", "head 2", "head 3", "split", "concat", "$W_O$"} <= set(texts)
+    colours = {tuple(p.get_facecolor()) for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch)}
+    assert len(colours) == 3 + 1  # one per head, plus the grey output
+    plt.close(fig)
+    with pytest.raises(ValueError, match="n_heads must divide d_model"):
+        draw_multihead_split(d_model=8, n_heads=3)
+
+
+def test_post_pre_ln_draws_both_formulas():
+    fig = draw_post_pre_ln()
+    texts = " ".join(_texts(fig))
+    assert r"\mathrm{LN}(x + \mathrm{Sublayer}(x))" in texts
+    assert r"x + \mathrm{Sublayer}(\mathrm{LN}(x))" in texts
+    assert texts.count("LayerNorm") == 2 and texts.count("Sublayer") >= 2
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("steps", [1, 4])
+def test_kv_cache_grows_one_key_and_value_per_step(steps):
+    fig = draw_kv_cache(steps)
+    cells = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch)]
+    assert len(cells) == 2 * steps * (steps + 1) // 2  # K and V: 1 + 2 + ... + steps cells
+    assert sum(t.startswith("step ") for t in _texts(fig)) == steps
+    plt.close(fig)
+    with pytest.raises(ValueError, match="steps must be at most 8"):
+        draw_kv_cache(9)
+
+
+@pytest.mark.parametrize("draw", [draw_qkv_projections, draw_multihead_split, draw_post_pre_ln, draw_kv_cache])
+def test_chapter_pictures_render_deterministically_and_fit_the_column(draw):
+    first, second = draw(), draw()
+    assert first.get_size_inches()[0] <= 6.8
+    assert _png(first) == _png(second)
+    plt.close("all")
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes or None"):
+        draw(ax="left")

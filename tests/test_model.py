@@ -232,3 +232,21 @@ def test_input_validation(model):
         model.decode(tokens(2, 28, 13), memory, cache=cache)
     with pytest.raises(ValueError, match=r"cache must have one entry per decoder layer \(3\), got 2"):
         model.decode(tgt, memory, cache=KVCache(2))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_kernel_switches_compute_the_same_function(norm_first):
+    """fused_layer_norm and sdpa_attention change the speed, not the outputs or the gradients."""
+    torch.manual_seed(0)
+    base = TransformerConfig(29, 29, d_model=32, n_heads=4, d_ff=64, dropout=0.0, norm_first=norm_first)
+    a = Transformer(base)
+    b = Transformer(TransformerConfig(**{**base.__dict__, "fused_layer_norm": True, "sdpa_attention": False}))
+    b.load_state_dict(a.state_dict())
+    src = torch.tensor([[5, 6, 7, 0], [8, 9, 10, 11]])
+    tgt = torch.tensor([[1, 7, 6, 5], [1, 11, 0, 0]])
+    out_a, out_b = a(src, tgt), b(src, tgt)
+    torch.testing.assert_close(out_a, out_b, atol=1e-5, rtol=1e-4)
+    out_a.square().sum().backward()
+    out_b.square().sum().backward()
+    for (name, pa), pb in zip(a.named_parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa.grad, pb.grad, atol=1e-4, rtol=1e-3, msg=name)

@@ -101,3 +101,22 @@ def test_on_backward_sees_raw_gradients_before_clipping():
     assert seen[0][1] > 1.0  # unclipped: clipping happens after the hook
     with pytest.raises(TypeError, match="on_backward must be a function"):
         train(model, lambda s: (x, y), TrainConfig(steps=1, warmup=0), progress=False, on_backward=3)
+
+
+def test_warmup_cosine_scheduler_follows_the_schedule():
+    from course_utils.schedules import warmup_cosine_lr
+    from course_utils.training import warmup_cosine_scheduler
+
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=0.5)
+    sched = warmup_cosine_scheduler(opt, warmup=3, total=10)
+    got = []
+    for _ in range(10):
+        got.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert got == pytest.approx([warmup_cosine_lr(s, 0.5, 3, 10) for s in range(1, 11)])
+    with pytest.raises(ValueError, match="warmup must be an int in"):
+        warmup_cosine_scheduler(opt, warmup=10, total=10)
+    with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
+        warmup_cosine_scheduler("adam", warmup=1, total=10)

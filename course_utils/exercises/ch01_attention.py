@@ -308,3 +308,49 @@ def _describe_layer(layer: object) -> str:
         bias = "with" if layer.bias is not None else "without"
         return f"nn.Linear with weight {tuple(layer.weight.shape)} {bias} bias"
     return type(layer).__name__
+
+
+# ----- 1.5 design queries for a lookup (transfer) --------------------------------------------------
+
+def _lookup_cases() -> list[tuple[Tensor, Tensor]]:
+    g = torch.Generator().manual_seed(15)
+    cases = []
+    for T, d_k, n_q in ((5, 16, 4), (8, 4, 6), (6, 64, 3)):
+        keys = torch.randn(T, d_k, generator=g)
+        keys = keys / keys.norm(dim=-1, keepdim=True)  # unit-length keys, not orthogonal
+        wanted = torch.randint(0, T, (n_q,), generator=g)
+        cases.append((keys, wanted))
+    # two keys 0.95 apart in cosine: a query must be long to separate them
+    keys = torch.zeros(3, 8)
+    keys[0, 0] = 1.0
+    keys[1, 0], keys[1, 1] = 0.95, math.sqrt(1 - 0.95**2)
+    keys[2, 2] = 1.0
+    cases.append((keys, torch.tensor([0, 1, 2])))
+    return cases
+
+
+@checker("1.5", "queries that look up a key")
+def check_lookup_queries(fn: Callable[[Tensor, Tensor], Tensor], min_weight: float = 0.95) -> str:
+    """Check ``fn(keys (T, d_k), wanted (T_q,))`` returns queries (T_q, d_k) putting >= 95 % on key wanted[i]."""
+    for keys, wanted in _lookup_cases():
+        got = call_student(fn, keys.clone(), wanted.clone(), what="your lookup_queries")
+        q = expect_tensor(got, f"lookup_queries(keys {tuple(keys.shape)}, wanted {tuple(wanted.shape)})",
+                          (wanted.shape[0], keys.shape[1]))
+        if not torch.isfinite(q).all():
+            raise CheckFailed("the queries contain inf or NaN; a large finite scale is enough.")
+        _, weights = scaled_dot_product_attention(q.float(), keys, keys)  # (T_q, T)
+        picked = weights[torch.arange(len(wanted)), wanted]  # (T_q,)
+        if (weights.argmax(dim=-1) != wanted).any():
+            i = int((weights.argmax(dim=-1) != wanted).nonzero()[0])
+            raise CheckFailed(
+                f"query {i} attends most to key {int(weights[i].argmax())}, not to key {int(wanted[i])}. "
+                "A query points at the key it has the largest dot product with: start from that key's direction."
+            )
+        if (picked < min_weight).any():
+            i = int(picked.argmin())
+            raise CheckFailed(
+                f"query {i} points at the right key but gives it only {picked[i].item():.0%} of the weight "
+                f"(d_k = {keys.shape[1]}). The softmax is too flat: the scores are divided by sqrt(d_k), and "
+                "nearly parallel keys differ little in score, so scale the query up until the gap is large."
+            )
+    return "Every query gives at least 95 % of its weight to the key it looks up, even for nearly parallel keys."

@@ -185,3 +185,44 @@ def check_alibi_slopes(fn: Callable[[int], Tensor]) -> str:
         }
         expect_close(got, want, f"my_alibi_slopes({n})", mistakes, atol=1e-6)
     return "With 8 heads the slopes are 1/2, 1/4, ..., 1/256, as in Press et al."
+
+
+# ----- 2.5 the similarity of two positions, in closed form (transfer) ------------------------------
+
+def _offset_similarity(k: Tensor, d_model: int, fn: str = "cos", scale: float = 1.0, exponent: str = "2i/d") -> Tensor:
+    i = torch.arange(d_model // 2, dtype=torch.float64)  # (d_model / 2,)
+    power = 2 * i / d_model if exponent == "2i/d" else i / d_model
+    omega = 10000.0 ** (-power)  # (d_model / 2,)
+    angles = k.double()[..., None] * omega  # (..., d_model / 2)
+    trig = torch.cos(angles) if fn == "cos" else torch.sin(angles)
+    return scale * trig.sum(dim=-1)
+
+
+@checker("2.5", "similarity of positions in closed form")
+def check_offset_similarity(fn: Callable[[Tensor, int], Tensor]) -> str:
+    """Check ``fn(k, d_model)`` returns PE[p] . PE[p + k] for integer offsets k, without building the table.
+
+    The checker compares with dot products of the real table at several starting positions p:
+    the answer must not depend on p.
+    """
+    for d_model in (8, 16, 64):
+        k = torch.arange(-20, 21)  # offsets, negative ones included
+        pe = sinusoidal_encoding(200, d_model).double()  # (200, d_model)
+        got = call_student(fn, k.clone(), d_model, what="your offset_similarity")
+        got = expect_tensor(got, f"offset_similarity(k, d_model={d_model})", k.shape)
+        want = _offset_similarity(k, d_model)
+        for p in (30, 77, 120):
+            measured = (pe[p] * pe[p + k]).sum(dim=-1)  # (41,)
+            if not torch.allclose(measured, want, atol=1e-3):
+                raise AssertionError("reference closed form disagrees with the table")  # pragma: no cover
+        mistakes = {
+            "Your values are odd in k, but the similarity is the same for k and -k: the sin * sin + cos * cos of a "
+            "pair is a cosine of the angle difference.": _offset_similarity(k, d_model, fn="sin"),
+            "Each (sin, cos) pair contributes one cosine: sum over d_model / 2 frequencies, do not average.":
+                _offset_similarity(k, d_model, scale=2.0 / d_model),
+            "The frequencies are 10000^(-2i/d_model) for i = 0 .. d_model/2 - 1 (the exponent has 2i).":
+                _offset_similarity(k, d_model, exponent="i/d"),
+            "Each (sin, cos) pair gives cos(k w_i) once, not twice.": _offset_similarity(k, d_model, scale=2.0),
+        }
+        expect_close(got.double(), want, f"offset_similarity(k, d_model={d_model})", mistakes, atol=1e-3, rtol=1e-4)
+    return "It equals PE[p] . PE[p + k] at every start p tried: the similarity depends only on the offset."

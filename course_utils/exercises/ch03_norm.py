@@ -219,3 +219,55 @@ def check_masked_stats(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]) ->
             "when it normalises.": x[keep].var(0, unbiased=True) if n > 1 else var * float("nan"),
         })
     return "Pads no longer pull the statistics towards the pad embedding."
+
+
+# ----- 3.5 predict how the residual stream grows in a pre-LN stack (predict, then measure) -----------
+
+def simulate_pre_ln_stream(n_blocks: int, block_var: float, d_model: int = 512, n_tokens: int = 256,
+                           seed: int = 0) -> float:
+    """Measured std of x after n pre-LN blocks x <- x + W LN(x), W random with output variance block_var."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_tokens, d_model, generator=g, dtype=torch.float64)  # unit-variance input stream
+    for _ in range(n_blocks):
+        w = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * (block_var / d_model) ** 0.5
+        normed = (x - x.mean(-1, keepdim=True)) / x.std(-1, unbiased=False, keepdim=True)  # LN without gain
+        x = x + normed @ w  # the block sees unit-scale input whatever the stream's scale
+    return float(x.std())
+
+
+@checker("3.5", "predict the stream's growth")
+def check_stream_growth(fn: Callable[[int, float], float]) -> str:
+    """Check ``fn(n_blocks, block_var)`` predicts the residual stream's std after n pre-LN blocks.
+
+    Each block adds an output of variance ``block_var`` computed from LN(x) (so independent of the
+    stream's scale) to a stream that starts with unit variance. The prediction is compared with a
+    closed form and with a measured simulation.
+    """
+    cases = [(16, 0.5), (64, 0.25), (4, 1.0), (1, 1.0), (0, 2.0)]  # the first ones tell the mistakes apart
+    for n, v in cases:
+        got = call_student(fn, n, v, what="your stream_std")
+        if isinstance(got, Tensor):
+            got = got.item()
+        if not isinstance(got, Real):
+            raise CheckFailed(f"stream_std should return a number, got {type(got).__name__}.")
+        want = (1 + n * v) ** 0.5
+        if abs(got - want) <= 1e-6 * max(1.0, want):
+            continue
+        wrong = {
+            "That is (1 + v)^(n/2): the growth when every block adds variance in proportion to the stream's own "
+            "(a block that sees x itself). Here the block sees LN(x), so it adds the same variance v every time.":
+                (1 + v) ** (n / 2),
+            "That is the variance 1 + n v; the question asks for the standard deviation (its square root).": 1 + n * v,
+            "The stream starts with variance 1 before any block: add it.": (n * v) ** 0.5,
+            "Standard deviations of independent terms do not add; variances do.": 1 + n * v**0.5,
+        }
+        for hint, value in wrong.items():
+            if abs(got - value) <= 1e-6 * max(1.0, abs(value)):
+                raise CheckFailed(f"stream_std({n}, {v}) = {got:.4g} is not right. {hint}")
+        raise CheckFailed(f"stream_std({n}, {v}) should be {want:.4g}, got {got:.4g}.")
+    for n, v in ((16, 0.5), (64, 0.25)):
+        measured = simulate_pre_ln_stream(n, v)
+        if abs(measured - (1 + n * v) ** 0.5) > 0.05 * measured:  # pragma: no cover - the simulation's sanity
+            raise AssertionError("simulation disagrees with the closed form")
+    return ("Your prediction matches a simulated pre-LN stack within 5 % at 16 and 64 blocks: "
+            "the std grows like sqrt(N).")

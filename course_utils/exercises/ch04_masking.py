@@ -173,3 +173,53 @@ def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
             "The mask was ignored: masked keys still get weight.": torch.softmax(s, dim=-1),
         })
     return "Kept rows sum to 1 and fully masked rows are zeros, like course_utils.attention."
+
+
+# ----- 4.5 which queries see nothing? (transfer: left padding) --------------------------------------
+
+def _left_pad(rows: list[list[int]], pad_id: int) -> Tensor:
+    T = max(len(r) for r in rows)
+    return torch.tensor([[pad_id] * (T - len(r)) + r for r in rows])
+
+
+def _right_pad(rows: list[list[int]], pad_id: int) -> Tensor:
+    T = max(len(r) for r in rows)
+    return torch.tensor([r + [pad_id] * (T - len(r)) for r in rows])
+
+
+@checker("4.5", "queries with no key to attend to")
+def check_fully_masked_rows(fn: Callable[[Tensor, int], Tensor]) -> str:
+    """Check ``fn(tokens (B, T), pad_id)`` returns the (B, T) query rows of the decoder mask that keep no key.
+
+    The decoder mask is padding AND causal. Batches are padded on the right (as in this course) and
+    on the left (as some decoder-only models batch prompts).
+    """
+    rows = [[5, 6, 7, 8], [9, 4], [3, 3, 3]]
+    for pad_id in (0, 1):
+        for side, tokens in (("right", _right_pad(rows, pad_id)), ("left", _left_pad(rows, pad_id))):
+            got = call_student(fn, tokens.clone(), pad_id, what="your fully_masked_rows")
+            got = _expect_bool(got, f"fully_masked_rows(tokens, {pad_id}) for {side} padding")
+            want = ~combine_masks(padding_mask(tokens, pad_id), causal_mask(tokens.shape[1])).any(dim=-1)
+            want = want.reshape(tokens.shape)  # (B, 1, T) -> (B, T)
+            if tuple(got.shape) != tuple(tokens.shape):
+                raise CheckFailed(
+                    f"the result should have shape (B, T) = {tuple(tokens.shape)}, got {tuple(got.shape)}."
+                )
+            if torch.equal(got, want):
+                continue
+            is_pad = tokens == pad_id
+            if torch.equal(got, is_pad):
+                raise CheckFailed(
+                    f"with {side} padding you marked every PAD query. "
+                    + ("A PAD query after the real tokens still sees them through the causal mask, so its row "
+                       "is not empty." if side == "right" else "Check which PAD queries have a real token at or "
+                       "before their own position.")
+                )
+            if not got.any():
+                raise CheckFailed(
+                    f"you found no empty row for {side} padding. With left padding a leading PAD query may look "
+                    "only at itself and earlier positions, and those are all PAD."
+                )
+            raise CheckFailed(f"for {side} padding (pad_id={pad_id}) the empty rows are {want.int().tolist()}, "
+                              f"got {got.int().tolist()}.")
+    return "Right padding leaves no empty row; left padding empties the leading PAD queries."

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from ..counting import encoder_layer_params
 from ..masks import causal_mask, padding_mask
-from ..model import DecoderBlock
+from ..model import DecoderBlock, Transformer, TransformerConfig
 from ..positional import sinusoidal_encoding
 from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
 
@@ -263,3 +263,58 @@ def check_embed(fn: Callable[..., Tensor]) -> str:
                              "sqrt(16) = 4."] = e * 4.0 + pe[:T]
             expect_close(got, want, f"embed output for tokens of shape {(B, T)} and d_model={d_model}", mistakes)
     return "Token vectors and positions now have comparable sizes."
+
+
+# ----- 5.5 the parameters of the whole model (transfer) ------------------------------------------------
+
+def _model_params(c: TransformerConfig, skip: str = "") -> int:
+    d, f = c.d_model, c.d_ff
+    mha = 4 * (d * d + d)
+    ffn = 2 * d * f + f + d
+    ln = 2 * d
+    enc = c.n_encoder_layers * (mha + ffn + 2 * ln)
+    dec = c.n_decoder_layers * ((1 if skip == "cross" else 2) * mha + ffn + (2 if skip == "cross" else 3) * ln)
+    emb = c.src_vocab_size * d + (0 if c.tie_embeddings and skip != "tie" else c.tgt_vocab_size * d)
+    out = c.tgt_vocab_size + (0 if c.tie_embeddings and skip != "tie" else d * c.tgt_vocab_size)
+    if skip == "out_bias":
+        out -= c.tgt_vocab_size
+    final = 2 * ln if c.norm_first and skip != "final" else 0
+    return enc + dec + emb + out + final
+
+
+@checker("5.5", "parameters of the whole model")
+def check_model_params(fn: Callable[[TransformerConfig], int]) -> str:
+    """Check ``fn(config)`` returns the number of distinct parameters of Transformer(config), ties counted once."""
+    configs = [
+        TransformerConfig(29, 29, d_model=64, n_heads=4, d_ff=128, norm_first=False),
+        TransformerConfig(29, 29, d_model=64, n_heads=4, d_ff=128, norm_first=True),
+        TransformerConfig(100, 120, d_model=32, n_heads=2, d_ff=64, n_encoder_layers=3, n_decoder_layers=1),
+        TransformerConfig(500, 500, d_model=48, n_heads=4, d_ff=96, tie_embeddings=True, norm_first=True),
+    ]
+    for c in configs:
+        want = sum(p.numel() for p in Transformer(c).parameters())  # parameters() counts a shared one once
+        assert want == _model_params(c)
+        got = call_student(fn, c, what="your model_params")
+        if isinstance(got, bool) or not isinstance(got, int):
+            raise CheckFailed(f"model_params should return an int, got {type(got).__name__}.")
+        if got == want:
+            continue
+        mistakes = {
+            "cross": "Each decoder layer has two attention sublayers (masked self-attention and cross-attention) "
+                     "and three LayerNorms.",
+            "tie": "With tie_embeddings=True one (V, d_model) matrix serves as source embedding, target embedding "
+                   "and output projection: count it once.",
+            "final": "A pre-LN model (norm_first=True) ends each stack with one more LayerNorm (2 d_model "
+                     "parameters each).",
+            "out_bias": "The output projection d_model -> V_tgt has a bias of V_tgt numbers.",
+        }
+        for skip, hint in mistakes.items():
+            if _model_params(c, skip) != want and got == _model_params(c, skip):
+                raise CheckFailed(f"for {c.n_encoder_layers}+{c.n_decoder_layers} layers, d_model={c.d_model}, "
+                                  f"tie={c.tie_embeddings}, pre-LN={c.norm_first}: got {got:,}. {hint}")
+        raise CheckFailed(
+            f"for d_model={c.d_model}, d_ff={c.d_ff}, {c.n_encoder_layers}+{c.n_decoder_layers} layers, vocabularies "
+            f"{c.src_vocab_size}/{c.tgt_vocab_size}, tie={c.tie_embeddings}, pre-LN={c.norm_first}: expected "
+            f"{want:,}, got {got:,} (off by {got - want:+,})."
+        )
+    return "Your count matches the model for post-LN, pre-LN, unequal stacks and tied embeddings."
