@@ -10,6 +10,7 @@ and returns exact match, final loss, steps to 99 % and the first encoder layer's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -22,22 +23,21 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .data import PAD_ID, VOCAB_SIZE, random_batch
 from .evaluation import evaluate_by_length
-from .model import DecoderBlock, EncoderBlock, Transformer, TransformerConfig
+from .model import (
+    AttentionPositions,
+    DecoderBlock,
+    EncoderBlock,
+    KVCache,
+    Transformer,
+    TransformerConfig,
+    cached_self_attention,
+)
 from .norm import LayerNorm
-from .positional import LearnedPositionalEncoding
 from .training import TrainConfig, train
 from .validate import check_positive_int
 
 ASSET_PATH = Path(__file__).parent / "assets" / "ablations.json"
 POSITIONALS = ("sinusoidal", "learned", "none")
-
-
-class NoPositions(nn.Module):
-    """Adds nothing: the model sees a bag of tokens. Chapter 10."""
-
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """x: (B, T, d_model) -> x unchanged."""
-        return x
 
 
 class KeySizeAttention(MultiHeadAttention):
@@ -62,15 +62,16 @@ class NoResidualEncoderBlock(EncoderBlock):
     """An encoder block whose sub-layers replace the stream instead of adding to it (exercise 40.2). Chapter 10."""
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False, cache: KVCache | None = None,
+        layer: int = 0, rel: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x: (B, T, d_model) -> (B, T, d_model): Sublayer(x) where the paper has x + Sublayer(x)."""
         if self.norm_first:
-            a, w = self.self_attn(self.norm1(x), mask=mask, need_weights=need_weights)
+            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
             x = self.dropout1(a)
             x = self.dropout2(self.ffn(self.norm2(x)))
         else:
-            a, w = self.self_attn(x, mask=mask, need_weights=need_weights)
+            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
             x = self.norm1(self.dropout1(a))
             x = self.norm2(self.dropout2(self.ffn(x)))
         return x, w
@@ -79,12 +80,14 @@ class NoResidualEncoderBlock(EncoderBlock):
 class NoResidualDecoderBlock(DecoderBlock):
     """A decoder block without its three residual connections (exercise 40.2). Chapter 10."""
 
-    def forward(self, x, memory, tgt_mask=None, src_mask=None, need_weights=False, cache=None, layer=0):
+    def forward(self, x, memory, tgt_mask=None, src_mask=None, need_weights=False, cache=None, layer=0,
+                rel_self=None, rel_cross=None):
         """Same signature and shapes as DecoderBlock.forward; each x + Sublayer(x) becomes Sublayer(x)."""
         pre = self.norm_first
-        a, w_self = self._self_attention(self.norm1(x) if pre else x, tgt_mask, need_weights, cache, layer)
+        a, w_self = self._self_attention(self.norm1(x) if pre else x, tgt_mask, need_weights, cache, layer, rel_self)
         x = self.dropout1(a) if pre else self.norm1(self.dropout1(a))
-        c, w_cross = self._cross_attention(self.norm2(x) if pre else x, memory, src_mask, need_weights, cache, layer)
+        c, w_cross = self._cross_attention(self.norm2(x) if pre else x, memory, src_mask, need_weights, cache, layer,
+                                           rel_cross)
         x = self.dropout2(c) if pre else self.norm2(self.dropout2(c))
         f = self.ffn(self.norm3(x) if pre else x)
         x = self.dropout3(f) if pre else self.norm3(self.dropout3(f))
@@ -110,9 +113,9 @@ def build_variant(
     for name, flag in (("residual", residual), ("layer_norm", layer_norm)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    c = config = dataclasses.replace(config, positional=positional)  # Chapter 9's switch: sinusoidal/learned/none
     torch.manual_seed(seed)
     model = Transformer(config)
-    c = config
     if not residual:
         model.encoder_layers = nn.ModuleList(
             NoResidualEncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
@@ -134,10 +137,6 @@ def build_variant(
             for name, child in list(module.named_children()):
                 if isinstance(child, LayerNorm):
                     setattr(module, name, nn.Identity())
-    if positional == "learned":
-        model.pe = LearnedPositionalEncoding(c.max_len, c.d_model, generator=torch.Generator().manual_seed(seed))
-    elif positional == "none":
-        model.pe = NoPositions()
     return model
 
 

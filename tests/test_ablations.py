@@ -11,7 +11,6 @@ import torch
 
 from course_utils.ablations import (
     KeySizeAttention,
-    NoPositions,
     build_variant,
     layer_grad_norm,
     load_ablations,
@@ -64,9 +63,9 @@ def test_same_seed_same_base_model_and_variants_differ_only_where_asked():
     assert not any(isinstance(m, LayerNorm) for m in no_ln.modules())
     removed = sum(p.numel() for p in ref.parameters()) - sum(p.numel() for p in no_ln.parameters())
     assert removed == 2 * 16 * (2 * 2 + 3 * 2)  # gamma and beta of 2 LNs per encoder block, 3 per decoder block
-    assert isinstance(build_variant(_config(), positional="learned").pe, LearnedPositionalEncoding)
+    assert isinstance(build_variant(_config(), positional="learned").positional_scheme.table, LearnedPositionalEncoding)
     none = build_variant(_config(), positional="none")
-    assert isinstance(none.pe, NoPositions)
+    assert none.positional_scheme.table is None
     # without positions the encoder is permutation-equivariant: a permuted source permutes the memory
     src = make_batch(["abcdef"])[0]
     perm = torch.tensor([5, 3, 1, 0, 2, 4])
