@@ -206,7 +206,7 @@ bad(T, lambda: plots.attention_grid(None), TypeError, "weights must be a tensor 
 bad(T, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles="ab"), TypeError, "col_titles must be a list of str")
 bad(T, lambda: diagrams.draw_transformer(ax="ax"), TypeError, "ax must be a matplotlib Axes")
 bad(T, lambda: interactive.explore("ok", [("n", [1, 2])], "draw"), TypeError, "draw must be a function")
-bad(T, lambda: interactive.explore("ok", {"n": [1, 2]}, lambda n: None), TypeError, "controls must be a list of (name, values)")
+bad(T, lambda: interactive.explore("ok", {"n": [1, 2]}, lambda n: None), TypeError, "controls must be a list of controls or (name, values) pairs")
 bad(T, lambda: interactive.explore("ok", [("n", [1])], lambda n: "figure"), TypeError, "draw must return a matplotlib Figure")
 bad(T, lambda: interactive.explore(3, [("n", [1])], lambda n: None), TypeError, "uid must be a str")
 bad(T, lambda: interactive.figure_to_png("fig"), TypeError, "fig must be a matplotlib Figure")

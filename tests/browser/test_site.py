@@ -283,3 +283,12 @@ def test_no_page_shows_a_path_of_the_build_machine() -> None:
         text = page.read_text(encoding="utf-8", errors="replace")
         leaks += [f"{page.relative_to(site)}: {m}" for m in machine if m in text]
     assert leaks == [], f"built pages contain paths of the build machine: {leaks[:10]}"
+
+
+def test_no_page_relies_on_an_emoji_font() -> None:
+    """Check marks are text glyphs (✓ ✗ …): emoji such as ✅ ❌ ⏳ show as empty boxes without an emoji font."""
+    site = ROOT / "_build" / "html"
+    emoji = re.compile("[\u2705\u274c\u23f3\U0001f300-\U0001faff]")
+    found = [f"{page.relative_to(site)}: {m.group(0)}" for page in sorted(site.rglob("*.html"))
+             for m in [emoji.search(page.read_text(encoding="utf-8", errors="replace"))] if m]
+    assert found == [], f"pages with emoji: {found[:10]}"
