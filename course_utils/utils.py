@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -56,7 +57,7 @@ def agreement(
 ) -> str:
     """Check that ``got`` equals ``reference`` within ``tol`` and say so in words that hold on any machine. Chapter 1.
 
-    Returns e.g. ``"equals nn.LayerNorm within 1e-05"``; raises AssertionError with the measured
+    Returns e.g. ``"equals nn.LayerNorm within 10⁻⁵"``; raises AssertionError with the measured
     error when the difference is larger. Choose ``tol`` in advance, with headroom over the
     rounding error of the computation, so the printed text is the same on every CPU.
     """
@@ -67,4 +68,17 @@ def agreement(
     err = max_error(got, reference)
     if err > tol:
         raise AssertionError(f"differs from {what} by {err:.3g}, more than the tolerance {tol:g}")
-    return f"equals {what} within {tol:g}"
+    return f"equals {what} within {power_of_ten(tol)}"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(x: float) -> str:
+    """A tolerance as people write it: 1e-05 -> "10⁻⁵"; other numbers as Python's ``g`` format. Chapter 1."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
+        raise ValueError(f"x must be a positive number, got {x!r}")
+    exponent = round(math.log10(x))
+    if math.isclose(x, 10.0**exponent, rel_tol=1e-9):
+        return "10" + str(exponent).translate(_SUPERSCRIPT)
+    return f"{x:g}"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.utils import agreement, get_device, max_error, set_seed
+from course_utils.utils import agreement, get_device, max_error, power_of_ten, set_seed
 
 
 def test_set_seed_makes_everything_repeatable() -> None:
@@ -54,9 +54,19 @@ def test_max_error_is_the_largest_absolute_difference() -> None:
 def test_agreement_states_the_tolerance_not_the_measured_error() -> None:
     a = torch.tensor([1.0, 2.0])
     # the text does not depend on the size of the (machine-dependent) error below the tolerance
-    assert agreement(a, a, 1e-5, "nn.LayerNorm") == "equals nn.LayerNorm within 1e-05"
-    assert agreement(a + 3e-7, a, 1e-5, "nn.LayerNorm") == "equals nn.LayerNorm within 1e-05"
+    assert agreement(a, a, 1e-5, "nn.LayerNorm") == "equals nn.LayerNorm within 10⁻⁵"
+    assert agreement(a + 3e-7, a, 1e-5, "nn.LayerNorm") == "equals nn.LayerNorm within 10⁻⁵"
+    assert agreement(0.0, 0.0, 2.5e-3) == "equals the reference within 0.0025"
     with pytest.raises(AssertionError, match=r"differs from nn.LayerNorm by 0.001, more than the tolerance 1e-05"):
         agreement(a + 1e-3, a, 1e-5, "nn.LayerNorm")
     with pytest.raises(ValueError, match="tol must be a positive number"):
         agreement(a, a, 0.0)
+
+
+def test_power_of_ten_writes_tolerances_as_people_do() -> None:
+    assert power_of_ten(1e-5) == "10⁻⁵"
+    assert power_of_ten(1e-12) == "10⁻¹²"
+    assert power_of_ten(100.0) == "10²"
+    assert power_of_ten(3e-4) == "0.0003"
+    with pytest.raises(ValueError, match="x must be a positive number"):
+        power_of_ten(0.0)
