@@ -8,7 +8,6 @@ dicts) and tensors. ``scripts/train_checkpoint.py`` re-creates it from scratch.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import asdict
@@ -19,8 +18,7 @@ import torch
 
 from .data import VOCAB_SIZE, random_batch
 from .model import Transformer, TransformerConfig
-from .training import TrainConfig, TrainHistory, train
-from .validate import check_bool, check_positive_int
+from .training import TrainHistory, train_recipe
 
 CHECKPOINT_PATH = Path(__file__).parent / "assets" / "reversal_transformer.pt"
 
@@ -117,18 +115,8 @@ def train_reversal_model(
     ``steps`` overrides the recipe's number of steps (for quick smoke runs); ``on_step`` is
     passed to :func:`course_utils.training.train` (e.g. evaluations during training).
     """
-    recipe = copy.deepcopy(_check_recipe(FAST_RECIPE if recipe is None else recipe))
-    check_bool("progress", progress)
-    if steps is not None:
-        check_positive_int("steps", steps)
-        recipe["train"]["steps"] = steps
-        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
-    torch.manual_seed(recipe["seed"])  # parameter initialisation
-    model = build_model(recipe)
-    generator = torch.Generator().manual_seed(recipe["seed"])  # training data
-    history = train(model, reversal_batch_fn(recipe, generator), TrainConfig(**recipe["train"]),
-                    progress=progress, on_step=on_step)
-    return model, history
+    recipe = _check_recipe(FAST_RECIPE if recipe is None else recipe)
+    return train_recipe(recipe, build_model, reversal_batch_fn, progress, steps, on_step)
 
 
 def save_checkpoint(model: Transformer, recipe: dict[str, Any], path: Path | str = CHECKPOINT_PATH) -> Path:

@@ -14,7 +14,6 @@ nothing can predict them, and we never ask the model to.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -25,7 +24,7 @@ from torch import Tensor
 
 from .data import EOS_ID, PAD_ID, SOS_ID, VOCAB_SIZE, decode, encode, random_letter_ids
 from .gpt import DecoderOnly, DecoderOnlyConfig, generate
-from .training import TrainConfig, TrainHistory, train
+from .training import TrainHistory, train_recipe
 from .validate import check_positive_int, check_rank
 
 SEP_ID = SOS_ID  # the separator between source and target (Chapter 6's SOS token)
@@ -107,16 +106,8 @@ def train_decoder_only_reversal(
     on_step: Callable[..., bool | None] | None = None,
 ) -> tuple[DecoderOnly, TrainHistory]:
     """Train a decoder-only reversal model from scratch with Chapter 6's loop. Chapter 8."""
-    recipe = copy.deepcopy(recipe or DECODER_ONLY_RECIPE)
-    if steps is not None:
-        recipe["train"]["steps"] = steps
-        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
-    torch.manual_seed(recipe["seed"])  # parameter initialisation
-    model = build_decoder_only(recipe)
-    generator = torch.Generator().manual_seed(recipe["seed"])  # training data
-    history = train(model, one_sequence_batch_fn(recipe, generator), TrainConfig(**recipe["train"]),
-                    progress=progress, on_step=on_step)
-    return model, history
+    return train_recipe(recipe or DECODER_ONLY_RECIPE, build_decoder_only, one_sequence_batch_fn,
+                        progress, steps, on_step)
 
 
 def reverse_strings_decoder_only(model: DecoderOnly, strings: Sequence[str], extra: int = 2) -> list[str]:

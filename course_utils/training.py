@@ -7,9 +7,11 @@ target ids and whose other elements are the model's inputs, so ``logits = model(
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -241,3 +243,33 @@ def train(
     history.seconds = time.perf_counter() - start - history.hook_seconds
     model.eval()
     return history
+
+
+def train_recipe(
+    recipe: dict[str, Any],
+    build: Callable[[dict[str, Any]], nn.Module],
+    make_batch_fn: Callable[[dict[str, Any], torch.Generator], Callable[[int], Sequence[Tensor]]],
+    progress: bool = True,
+    steps: int | None = None,
+    on_step: Callable[[int, nn.Module, TrainHistory], bool | None] | None = None,
+) -> tuple[nn.Module, TrainHistory]:
+    """Train a fresh model from a recipe dict, seeded; return (model, history). Chapters 6 and 8.
+
+    The one runner behind every shipped reversal checkpoint: ``torch.manual_seed(recipe["seed"])``,
+    then ``build(recipe)`` makes the model, ``make_batch_fn(recipe, generator)`` the data (from
+    a generator seeded the same way) and :func:`train` runs ``recipe["train"]``. ``steps``
+    overrides the recipe's number of steps (smoke runs), capping the warm-up below it. The
+    recipe passed in is not modified.
+    """
+    recipe = copy.deepcopy(recipe)
+    check_bool("progress", progress)
+    if steps is not None:
+        check_positive_int("steps", steps)
+        recipe["train"]["steps"] = steps
+        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
+    torch.manual_seed(recipe["seed"])  # parameter initialisation
+    model = build(recipe)
+    generator = torch.Generator().manual_seed(recipe["seed"])  # training data
+    history = train(model, make_batch_fn(recipe, generator), TrainConfig(**recipe["train"]),
+                    progress=progress, on_step=on_step)
+    return model, history

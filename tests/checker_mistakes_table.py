@@ -739,61 +739,6 @@ wrong("6.1", c6.check_shift_right, "Drop the last column after putting SOS in fr
 wrong("6.1", c6.check_shift_right, INPLACE, shift_inplace)
 
 
-# ================================================================ 6.2 masked cross-entropy
-def ce_ref(logits, targets, pad_id):
-    lp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    real = targets != pad_id
-    return -(lp * real).sum() / real.sum()
-
-
-right("6.2", c6.check_masked_cross_entropy, ce_ref)
-right("6.2", c6.check_masked_cross_entropy, lambda lo, t, p: F.cross_entropy(lo.transpose(1, 2), t, ignore_index=p))
-right("6.2", c6.check_masked_cross_entropy, lambda lo, t, p: float(ce_ref(lo, t, p)))
-wrong("6.2", c6.check_masked_cross_entropy, "averaged over the PAD positions",
-      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten()))
-wrong("6.2", c6.check_masked_cross_entropy, "divided by all B*T",
-      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten(), ignore_index=p, reduction="sum") / t.numel())
-wrong("6.2", c6.check_masked_cross_entropy, "returned the sum",
-      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten(), ignore_index=p, reduction="sum"))
-wrong("6.2", c6.check_masked_cross_entropy, "Use the pad_id argument",
-      lambda lo, t, p: F.cross_entropy(lo.flatten(0, 1), t.flatten(), ignore_index=0))
-wrong("6.2", c6.check_masked_cross_entropy, "sign is flipped", lambda lo, t, p: -ce_ref(lo, t, p))
-wrong("6.2", c6.check_masked_cross_entropy, "Take log_softmax", lambda lo, t, p: -(
-    lo.gather(-1, t.unsqueeze(-1)).squeeze(-1) * (t != p)).sum() / (t != p).sum())
-wrong("6.2", c6.check_masked_cross_entropy, "per sequence first", lambda lo, t, p: torch.stack(
-    [ce_ref(lo[b : b + 1], t[b : b + 1], p) for b in range(t.shape[0])]).mean())
-wrong("6.2", c6.check_masked_cross_entropy, INPLACE, lambda lo, t, p: ce_ref(lo.sub_(lo.max()), t, p))
-
-
-# ================================================================ 6.3 temperature
-right("6.3", c6.check_temperature_probs, lambda lo, T: torch.softmax(lo / T, -1))
-right("6.3", c6.check_temperature_probs, lambda lo, T: (lambda e: e / e.sum(-1, keepdim=True))(
-    ((lo - lo.max(-1, keepdim=True).values) / T).exp()))
-wrong("6.3", c6.check_temperature_probs, "multiplied the logits", lambda lo, T: torch.softmax(lo * T, -1))
-wrong("6.3", c6.check_temperature_probs, "temperature is not used", lambda lo, T: torch.softmax(lo, -1))
-wrong("6.3", c6.check_temperature_probs, "divided the probabilities", lambda lo, T: torch.softmax(lo, -1) / T)
-wrong("6.3", c6.check_temperature_probs, "wrong dimension", lambda lo, T: torch.softmax(lo / T, 0))
-wrong("6.3", c6.check_temperature_probs, "not log-probabilities", lambda lo, T: torch.log_softmax(lo / T, -1))
-wrong("6.3", c6.check_temperature_probs, "multiplied the logits", lambda lo, T: torch.softmax(lo / 0.8 * 0 + lo * T, -1))
-wrong("6.3", c6.check_temperature_probs, INPLACE, lambda lo, T: torch.softmax(lo.div_(T), -1))
-
-
-# ================================================================ 6.4 exact match
-right("6.4", c6.check_exact_match, lambda p, t: sum(a == b for a, b in zip(p, t, strict=True)) / len(t))
-right("6.4", c6.check_exact_match, lambda p, t: float(np.mean([a == b for a, b in zip(p, t, strict=True)])))
-right("6.4", c6.check_exact_match, lambda p, t: np.float32(np.mean(np.array(p) == np.array(t))))
-wrong("6.4", c6.check_exact_match, "number of matches", lambda p, t: sum(a == b for a, b in zip(p, t, strict=True)))
-wrong("6.4", c6.check_exact_match, "percentage", lambda p, t: 100 * sum(a == b for a, b in zip(p, t, strict=True)) / len(t))
-wrong("6.4", c6.check_exact_match, "equals any target", lambda p, t: sum(x in t for x in p) / len(t))
-wrong("6.4", c6.check_exact_match, "prefix", lambda p, t: sum(all(x == y for x, y in zip(a, b, strict=False))
-                                                              for a, b in zip(p, t, strict=True)) / len(t))
-wrong("6.4", c6.check_exact_match, "per-character", lambda p, t: sum(
-    sum(x == y for x, y in zip(a, b, strict=False)) for a, b in zip(p, t, strict=True)) / sum(map(len, t)))
-wrong("6.4", c6.check_exact_match, "fraction of mismatches",
-      lambda p, t: sum(a != b for a, b in zip(p, t, strict=True)) / len(t))
-wrong("6.4", c6.check_exact_match, "should return a number", lambda p, t: [a == b for a, b in zip(p, t, strict=True)])
-
-
 # ================================================================ 7.1 alignment score
 def align_ref(w, lengths):
     total, count = torch.zeros(w.shape[1]), 0
@@ -922,5 +867,4 @@ wrong("3.3", c3.check_vaswani_lr, GENERIC, lambda s, d, w: 0.9 * lr()(s, d, w))
 wrong("4.1", c4.check_causal_mask, GENERIC, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
       & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
 wrong("5.2", c5.check_encoder_layer_params, GENERIC, lambda d, f: count()(d, f) + 1)
-wrong("6.4", c6.check_exact_match, "should be", lambda p, t: 0.5)
 wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)

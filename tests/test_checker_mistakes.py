@@ -16,7 +16,7 @@ import pytest
 import torch
 from checker_mistakes_table import ROWS  # tests/ is on sys.path (pytest and python tests/...)
 
-CHECKERS = 28
+CHECKERS = 25
 
 
 @functools.cache
@@ -69,7 +69,11 @@ def test_table_covers_every_checker() -> None:
     for ex, n in per_checker.items():
         assert right[ex] >= 2, f"{ex}: {right[ex]} right answers"
         assert n - right[ex] >= 6, f"{ex}: {n - right[ex]} wrong answers"
-    assert sum(hint == "in place" for *_, hint in ROWS) >= 20
+    # every checker that hands the answer a tensor also catches an answer that changes it in place;
+    # these take only numbers or build the learner's class from numbers, so there is nothing to change
+    no_tensor_input = {"2.1", "2.2", "2.4", "3.3", "4.1", "5.1", "5.2"}
+    in_place = {ex for ex, *_, hint in ROWS if hint == "in place"}
+    assert in_place == set(per_checker) - no_tensor_input
 
 
 def counts() -> dict[str, int]:

@@ -70,3 +70,25 @@ def test_student_stub_reports_not_implemented(notebook: str, source: str, capsys
     out = capsys.readouterr().out
     assert "not implemented yet" in out and "all checks passed" not in out, out
     assert all("not implemented yet" in line for line in out.strip().splitlines()), out
+
+
+def _checkers() -> list[tuple[str, str]]:
+    """(exercise label, checker name) of every @checker in course_utils/exercises, read from the source."""
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "course_utils" / "exercises").glob("ch*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            for deco in getattr(node, "decorator_list", []):
+                if isinstance(deco, ast.Call) and getattr(deco.func, "id", None) == "checker":
+                    found.append((deco.args[0].value, node.name))
+    return found
+
+
+def test_every_checker_belongs_to_one_exercise_of_its_chapter() -> None:
+    checkers = _checkers()
+    labels = [label for label, _ in checkers]
+    assert len(checkers) >= 40 and len(set(labels)) == len(labels), "two checkers share an exercise number"
+    for label, name in checkers:
+        (notebook,) = [p for p in CHAPTERS if int(p.name[:2]) == int(label.split(".")[0])]
+        text = "".join("".join(c["source"]) for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"])
+        assert f"### Exercise {label}:" in text or f"### Exercise {label} (" in text, f"{label} has no heading"
+        assert f"{name}(" in text, f"{name} ({label}) is never called in {notebook.name}"
