@@ -34,6 +34,7 @@ from course_utils.length_generalisation import (
     STEPS,
     TEST_LENGTHS,
     length_curve,
+    position_gap,
     train_causal_scheme,
     train_scheme,
 )
@@ -78,6 +79,8 @@ def main() -> None:
             curve = length_curve(model, TEST_LENGTHS, args.n_per_length)
             record["schemes"][name] = {**curve, "train_seconds": round(history.seconds, 1),
                                        "steps": len(history.losses)}
+            if SCHEMES.get(name, {}).get("random_positions"):  # trained and tested on different positions
+                record["schemes"][name].update(position_gap(model))
             em = curve["exact_match"]
             print(f"{name:22s} trained {history.seconds:5.1f} s; exact match % at 10/11/15/20/40: "
                   f"{em['10']}/{em['11']}/{em['15']}/{em['20']}/{em['40']}", flush=True)

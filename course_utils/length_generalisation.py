@@ -10,16 +10,20 @@ positions are chosen (counted from the end of the source, sampled at random in t
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .evaluation import Predictor, evaluate_by_length
+import torch
+
+from .data import LETTERS, random_batch
+from .evaluation import Predictor, as_predictor, evaluate_by_length
 from .model import Transformer
 from .pretrained import FAST_RECIPE, load_reversal_model, train_reversal_model
 from .reversal_lm import DECODER_ONLY_RECIPE, reverse_strings_decoder_only, train_decoder_only_reversal
-from .training import TrainHistory
+from .training import TrainHistory, masked_cross_entropy
 from .validate import check_positive_int
 
 ASSETS = Path(__file__).parent / "assets"
@@ -109,6 +113,44 @@ def length_curve(
         "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
         "token_accuracy": {str(n): round(100 * r["token_accuracy"], 1) for n, r in results.items()},
     }
+
+
+def position_gap(model: Transformer, n_strings: int = 512, seed: int = 5) -> dict[str, float]:
+    """Teacher-forced loss on strings of 3-10 letters with the training positions and with plain ones. Chapter 9.
+
+    {"loss_training_positions": ..., "loss_plain_positions": ...} for a model built with
+    ``random_positions``: the first draws positions as in training (random for ``random_fraction`` of
+    the strings, seeded), the second uses 0, 1, 2, ... as evaluation does. A large gap means the model
+    learned the task for the positions it trained on but not for the ones it is tested on.
+    """
+    if not isinstance(model, Transformer) or model.config.random_positions == 0:
+        raise ValueError("model must be a Transformer built with random_positions > 0")
+    check_positive_int("n_strings", n_strings)
+    src, tgt_in, tgt_out = random_batch(n_strings, 3, 10, torch.Generator().manual_seed(seed))
+    was_training, losses = model.training, {}
+    with torch.no_grad():
+        for key, training in (("loss_training_positions", True), ("loss_plain_positions", False)):
+            model.train(training)  # positions are drawn at random in training mode only
+            torch.manual_seed(seed)
+            losses[key] = round(masked_cross_entropy(model(src, tgt_in), tgt_out).item(), 3)
+    model.train(was_training)
+    return losses
+
+
+def every_string_score(model: Transformer | Predictor, length: int = 3) -> dict[str, Any]:
+    """Exact match over *every* string of ``length`` letters (26**length of them), no sampling. Chapter 9.
+
+    {"length", "strings", "wrong", "exact_match" (percent), "misses": [[string, output], ...]}.
+    Length 3 is 17,576 strings and takes a second or two; each extra letter costs 26 times more.
+    """
+    check_positive_int("length", length)
+    if length > 4:
+        raise ValueError(f"length must be at most 4 (26**length strings), got {length}")
+    strings = ["".join(letters) for letters in itertools.product(LETTERS, repeat=length)]
+    outputs = as_predictor(model)(strings)
+    misses = [[s, out] for s, out in zip(strings, outputs, strict=True) if out != s[::-1]]
+    return {"length": length, "strings": len(strings), "wrong": len(misses),
+            "exact_match": round(100 * (1 - len(misses) / len(strings)), 2), "misses": misses}
 
 
 def checkpoint_path(name: str) -> Path:

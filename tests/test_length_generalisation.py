@@ -92,3 +92,34 @@ def test_random_positions_only_in_training():
     model = load_scheme_model(WINNER)
     keep = torch.ones(1, 5, dtype=torch.bool)
     assert model.positions(keep, 6)[1].tolist() == [list(range(6))]
+
+
+def test_position_gap_compares_training_and_plain_positions():
+    from course_utils.length_generalisation import position_gap
+
+    winner = load_scheme_model(WINNER)
+    gap = position_gap(winner, n_strings=64)
+    assert set(gap) == {"loss_training_positions", "loss_plain_positions"} and not winner.training
+    assert gap["loss_plain_positions"] < 0.05  # the shipped winner reverses strings of 3-10 letters
+    assert position_gap(winner, n_strings=64) == gap  # seeded: the same random positions each time
+    with pytest.raises(ValueError, match="random_positions > 0"):
+        position_gap(load_scheme_model(LOSER))
+
+
+def test_every_string_score_counts_every_string():
+    from course_utils.length_generalisation import every_string_score
+
+    perfect = every_string_score(lambda strings: [s[::-1] for s in strings], 2)
+    assert (perfect["strings"], perfect["wrong"], perfect["exact_match"], perfect["misses"]) == (676, 0, 100.0, [])
+    # a predictor that gets every string with a repeated letter wrong: 26 of the 676 two-letter strings
+    no_repeats = every_string_score(lambda strings: [s[::-1] if len(set(s)) == len(s) else "" for s in strings], 2)
+    assert no_repeats["wrong"] == 26 and no_repeats["misses"][0] == ["aa", ""]
+    assert no_repeats["exact_match"] == round(100 * 650 / 676, 2)
+    with pytest.raises(ValueError, match="length must be at most 4"):
+        every_string_score(perfect, 5)
+
+
+def test_shipped_winner_every_three_letter_string():
+    score = checkpoint_recipe(checkpoint_path(WINNER))["every_string_3"]
+    assert score["strings"] == 26**3 and score["wrong"] == len(score["misses"])
+    assert score["exact_match"] >= 99.5
