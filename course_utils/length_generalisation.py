@@ -128,7 +128,7 @@ def position_gap(model: Transformer, n_strings: int = 512, seed: int = 5) -> dic
     check_positive_int("n_strings", n_strings)
     src, tgt_in, tgt_out = random_batch(n_strings, 3, 10, torch.Generator().manual_seed(seed))
     was_training, losses = model.training, {}
-    with torch.no_grad():
+    with torch.no_grad(), torch.random.fork_rng():  # the caller's random state is left as it was
         for key, training in (("loss_training_positions", True), ("loss_plain_positions", False)):
             model.train(training)  # positions are drawn at random in training mode only
             torch.manual_seed(seed)

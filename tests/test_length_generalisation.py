@@ -102,6 +102,11 @@ def test_position_gap_compares_training_and_plain_positions():
     assert set(gap) == {"loss_training_positions", "loss_plain_positions"} and not winner.training
     assert gap["loss_plain_positions"] < 0.05  # the shipped winner reverses strings of 3-10 letters
     assert position_gap(winner, n_strings=64) == gap  # seeded: the same random positions each time
+    torch.manual_seed(3)
+    want = torch.rand(3)
+    torch.manual_seed(3)
+    position_gap(winner, n_strings=8)
+    assert torch.equal(torch.rand(3), want)  # the caller's random state is untouched
     with pytest.raises(ValueError, match="random_positions > 0"):
         position_gap(load_scheme_model(LOSER))
 
