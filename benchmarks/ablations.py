@@ -138,17 +138,31 @@ def time_step(model: torch.nn.Module, T: int, batch_size: int, repeats: int) -> 
 
 
 def run_timing(lengths: list[int], batch_size: int, repeats: int) -> dict[str, Any]:
-    """Time per training step against length for the three architectures, plus the analytic counts."""
+    """Time per training step against length for the three architectures, plus the analytic counts.
+
+    Timed twice: with one torch thread, where nothing can run in parallel, and with one thread
+    per CPU core, where the Transformer's large matrix products can use every core and a GRU's
+    many small sequential steps cannot. ``ms_per_step`` is keyed by the thread count.
+    """
     recipe = copy.deepcopy(FAST_RECIPE)
     recipe["model"]["dropout"] = 0.0
     torch.manual_seed(0)
     models = {"transformer": build_model(recipe), "gru": gru_model(False), "gru_bahdanau": gru_model(True)}
     n_layers = recipe["model"]["n_encoder_layers"]
     d = recipe["model"]["d_model"]
-    out: dict[str, Any] = {"lengths": lengths, "batch_size": batch_size, "ms_per_step": {}, "counts": {},
-                           "table1": {str(T): table1_counts(T, d) for T in lengths}}
-    for name, model in models.items():
-        out["ms_per_step"][name] = [round(1000 * time_step(model, T, batch_size, repeats), 2) for T in lengths]
+    threads = sorted({1, os.cpu_count() or 1})
+    out: dict[str, Any] = {"lengths": lengths, "batch_size": batch_size, "threads": threads, "ms_per_step": {},
+                           "counts": {}, "table1": {str(T): table1_counts(T, d) for T in lengths}}
+    before = torch.get_num_threads()
+    try:
+        for n_threads in threads:
+            torch.set_num_threads(n_threads)
+            out["ms_per_step"][str(n_threads)] = {
+                name: [round(1000 * time_step(model, T, batch_size, repeats), 2) for T in lengths]
+                for name, model in models.items()
+            }
+    finally:
+        torch.set_num_threads(before)
     out["counts"] = {str(T): seq2seq_counts(T, n_layers) for T in lengths}
     return out
 
@@ -204,7 +218,7 @@ def main() -> None:
             save()
 
     def part_timing() -> None:
-        result["timing"] = run_timing([8, 16, 32, 64, 128], batch_size=16, repeats=2)
+        result["timing"] = run_timing([8, 16, 32, 64, 128], batch_size=16, repeats=5)
         print(f"timing: {json.dumps(result['timing']['ms_per_step'])}", file=sys.stderr, flush=True)
         save()
 

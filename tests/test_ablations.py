@@ -142,10 +142,21 @@ def test_shipped_asset_has_every_part():
     assert set(data["baselines"]) == {"transformer", "gru", "gru_bahdanau"}
     for row in data["baselines"].values():
         assert set(row["exact_match"]) == {str(n) for n in range(3, 16)}
-    assert set(data["timing"]["ms_per_step"]) == {"transformer", "gru", "gru_bahdanau"}
+    timing = data["timing"]
+    assert timing["threads"][0] == 1 and list(timing["ms_per_step"]) == [str(t) for t in timing["threads"]]
+    for per_model in timing["ms_per_step"].values():  # one thread, then one per core
+        assert set(per_model) == {"transformer", "gru", "gru_bahdanau"}
+        assert all(len(ms) == len(timing["lengths"]) and min(ms) > 0 for ms in per_model.values())
     groups = {row["group"] for row in data["table3"].values()}
     assert {"base", "A", "B", "C", "D", "E", "no PE", "no residual", "no LN", "depth"} <= groups
     for ln in ("post", "pre"):
         for n in (2, 6, 12):
             for warm in ("warmup", "no_warmup"):
                 assert f"{ln}_ln_N{n}_{warm}" in data["table3"]
+
+
+def test_shipped_baselines_used_chapter_6s_current_recipe():
+    # the chapter says "Chapter 6's fast recipe": a change to that recipe must come with a new run
+    from course_utils.pretrained import FAST_RECIPE
+
+    assert load_ablations()["recipe"]["baselines"] == FAST_RECIPE
