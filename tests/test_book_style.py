@@ -36,3 +36,30 @@ def test_retina_png_skips_an_empty_figure() -> None:
     fig = plt.figure()
     assert retina_png(fig) is None
     plt.close(fig)
+
+
+# What fits the output box of the text column at 1280 px (the narrowest desktop layout, with the
+# page's contents sidebar shown): 78 characters of the code font, measured in headless Chromium.
+OUTPUT_COLUMN = 76
+
+
+def test_printed_tables_fit_the_text_column() -> None:
+    """A printed table wider than the column wraps in the HTML book and its columns fall apart.
+
+    A table line is one with a run of three or more spaces before a number: aligned columns.
+    Prose lines (checker messages) may wrap; tables may not.
+    """
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    wide = []
+    for path in sorted([*root.glob("chapters/*.ipynb"), *root.glob("book/*.ipynb")]):
+        for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            for output in cell.get("outputs", []):
+                text = "".join(output.get("text", "")) if output.get("output_type") == "stream" else ""
+                wide += [f"{path.name} cell {i}: {len(line)} characters: {line[:60]}..."
+                         for line in text.splitlines()
+                         if len(line) > OUTPUT_COLUMN and re.search(r"\S {3,}[-+\d.]", line)]
+    assert not wide, "\n".join(wide)
