@@ -82,11 +82,7 @@ def check_int(name: str, value: object, low: int | None = None, high: int | None
 
 def check_positive_int(name: str, value: object) -> int:
     """Raise unless ``value`` is a positive int; return it. Used by every chapter."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be a positive int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    return int(value)
+    return check_int(name, value, low=1)
 
 
 def check_number(
