@@ -1,0 +1,48 @@
+"""The shared helpers of (experiment) exercises: predictions first, ranges, friendly verdicts."""
+
+import math
+
+import pytest
+
+from course_utils.exercises.core import CheckFailed, NotDoneYet
+from course_utils.exercises.experiment import Expected, compare_prediction, judge_range, require_prediction
+
+E = Expected("bits per character", 2.0, 2.5, "the model beats the bigram baseline.",
+             below="Did you evaluate on the training text?", above="Did the run train at all?")
+
+
+def test_prediction_is_required_first():
+    for empty in (None, "", "   ", ...):
+        with pytest.raises(NotDoneYet):
+            require_prediction(empty)
+    assert require_prediction(" faster ", {"faster": "", "slower": ""}) == "faster"
+    with pytest.raises(CheckFailed, match="not one of the choices 'faster', 'slower'"):
+        require_prediction("quicker", {"faster": "", "slower": ""})
+    with pytest.raises(CheckFailed, match="as a string"):
+        require_prediction(3)
+
+
+def test_range_verdicts_name_the_range_and_the_cause():
+    assert judge_range(2.2, E).startswith("The bits per character is between 2 and 2.5")
+    with pytest.raises(CheckFailed, match="below the range .* training text"):
+        judge_range(1.0, E)
+    with pytest.raises(CheckFailed, match="above the range .* train at all"):
+        judge_range(3.0, E)
+    with pytest.raises(CheckFailed, match="NaN"):
+        judge_range(math.nan, E)
+    with pytest.raises(CheckFailed, match="should return a number"):
+        judge_range("2.2", E)
+
+
+def test_verdict_never_prints_the_measured_digits():
+    assert "2.2345" not in judge_range(2.2345, E)
+
+
+def test_expected_rejects_bad_ranges():
+    with pytest.raises(ValueError, match="low <= high"):
+        Expected("x", 2.0, 1.0, "")
+
+
+def test_compare_prediction():
+    assert "matches" in compare_prediction("a", "a")
+    assert compare_prediction("a", "b", {"a": "Why."}).endswith("Why.")
