@@ -13,16 +13,18 @@ from pathlib import Path
 REPORTS = Path("reports")
 
 
-def junit_counts(name: str) -> tuple[int, int, int]:
-    """(passed, failed, skipped) from reports/<name>.xml, zeros when it is missing."""
-    path = REPORTS / f"{name}.xml"
-    if not path.exists():
-        return 0, 0, 0
-    root = ET.parse(path).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root)
-    total = sum(int(s.get("tests", 0)) for s in suites)
-    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+def junit_counts(*names: str) -> tuple[int, int, int]:
+    """(passed, failed, skipped) summed over reports/<name>.xml, zeros for a missing report."""
+    total = failed = skipped = 0
+    for name in names:
+        path = REPORTS / f"{name}.xml"
+        if not path.exists():
+            continue
+        root = ET.parse(path).getroot()
+        suites = [root] if root.tag == "testsuite" else list(root)
+        total += sum(int(s.get("tests", 0)) for s in suites)
+        failed += sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+        skipped += sum(int(s.get("skipped", 0)) for s in suites)
     return total - failed - skipped, failed, skipped
 
 
@@ -39,8 +41,8 @@ def main() -> None:
     failed_steps = sys.argv[1:]
     rows = [
         ("unit tests", *junit_counts("unit")),
-        ("nbval cells, pass 1", *junit_counts("nbval")),
-        ("nbval cells, pass 2 (portable)", *junit_counts("nbval_portable")),
+        ("nbval cells, pass 1", *junit_counts("nbval1a", "nbval1b")),
+        ("nbval cells, pass 2 (portable)", *junit_counts("nbval2a", "nbval2b")),
         ("pages checked in the browser", *junit_counts("browser")),
         ("JupyterLab checks", *junit_counts("lab")),
     ]

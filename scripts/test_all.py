@@ -1,0 +1,226 @@
+"""Every check of the course, two at a time on a 2-core machine; then a summary and timing tables.
+
+Called by `make test` (through scripts/test_all.sh). Each step is one command whose output goes
+to reports/<step>.log. Independent steps run side by side (at most ``--jobs``, default: the
+number of CPU cores, capped at 2); a step waits for the steps it needs (the browser check needs
+the book). Every step runs even if another failed. At the end the log of every step is printed
+(in full for a failed step, its last lines otherwise), then the summary, a table of wall and CPU
+seconds per step and a table of seconds per notebook in each nbval pass.
+
+Nothing is weaker than running the steps one after the other: both nbval passes cover every
+notebook (each split in two halves that run side by side), pass 1 keeps this machine's numerics
+and thread count, pass 2 forces PyTorch's portable kernels and one thread.
+
+Usage: python scripts/test_all.py [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "reports"
+BIN = ROOT / ".venv" / "bin"
+TIMES = ROOT / ".test_times.json"  # last run's seconds per notebook: balances the nbval halves
+NOTEBOOKS = ["book/intro.ipynb", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").glob("*.ipynb"))]
+SANITIZE = "tests/nbval_sanitize.cfg"
+PORTABLE = {"ATEN_CPU_CAPABILITY": "default", "OMP_NUM_THREADS": "1"}
+
+
+@dataclass
+class Step:
+    """One command of the test suite, the steps it waits for and what it measured."""
+
+    key: str
+    title: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    weight: float = 1.0  # expected seconds: longer steps start first
+    junit: str | None = None
+    code: int | None = None
+    wall: float = 0.0
+    cpu: float = 0.0
+
+    @property
+    def log(self) -> Path:
+        return REPORTS / f"{self.key}.log"
+
+
+def halves(notebooks: list[str]) -> tuple[list[str], list[str]]:
+    """Split the notebooks in two groups of about equal time (last run's times, else the file size)."""
+    try:
+        seconds = json.loads(TIMES.read_text())
+    except (OSError, ValueError):
+        seconds = {}
+    cost = {nb: float(seconds.get(nb, (ROOT / nb).stat().st_size / 20_000)) for nb in notebooks}
+    groups: tuple[list[str], list[str]] = ([], [])
+    load = [0.0, 0.0]
+    for nb in sorted(notebooks, key=cost.__getitem__, reverse=True):  # longest first, to the lighter group
+        i = 0 if load[0] <= load[1] else 1
+        groups[i].append(nb)
+        load[i] += cost[nb]
+    return sorted(groups[0]), sorted(groups[1])
+
+
+def pytest(*args: str) -> list[str]:
+    return [str(BIN / "pytest"), "-p", "no:cacheprovider", *args]
+
+
+def plan() -> list[Step]:
+    """The steps of `make test`, with what each needs."""
+    first, second = halves(NOTEBOOKS)
+    steps = [
+        Step("ruff", "ruff (code and notebooks)", [str(BIN / "ruff"), "check", "."], weight=2),
+        Step("unit", "unit tests", pytest("tests", "--ignore=tests/browser", "--ignore=tests/lab", "-q",
+                                          "--junitxml=reports/unit.xml"),
+             env={"OMP_NUM_THREADS": "1"}, weight=60, junit="unit"),
+    ]
+    for n, (label, env) in enumerate((("this machine's numerics", {}), ("ATEN_CPU_CAPABILITY=default "
+                                                                         "OMP_NUM_THREADS=1", PORTABLE)), 1):
+        for part, group in zip("ab", (first, second), strict=True):
+            key = f"nbval{n}{part}"
+            steps.append(Step(
+                key, f"nbval, pass {n} ({label}), half {part}",
+                pytest("--nbval", *group, "--nbval-sanitize-with", SANITIZE, "-q", f"--junitxml=reports/{key}.xml"),
+                env=env, weight=120, junit=key,
+            ))
+    steps += [
+        Step("build", "strict book build (-W --keep-going)",
+             ["bash", "-c", f"rm -rf _build/html _build/.doctrees && {BIN}/jupyter-book build . -W --keep-going"],
+             weight=60),
+        Step("chromium", "Chromium present (apt-get install chromium if missing)",
+             ["bash", "scripts/ensure_chromium.sh"], weight=1),
+        Step("browser", "browser check (headless Chromium)",
+             pytest("tests/browser", "-q", "--junitxml=reports/browser.xml"),
+             needs=("build", "chromium"), weight=90, junit="browser"),
+        Step("lab", "JupyterLab check (live controls, a student copy; headless Chromium)",
+             pytest("tests/lab", "-q", "--junitxml=reports/lab.xml"), needs=("chromium",), weight=40, junit="lab"),
+    ]
+    return steps
+
+
+def run_step(step: Step) -> None:
+    """Run one step with its output in its log; record exit code, wall and CPU seconds (children included)."""
+    env = {**os.environ, **step.env}
+    start = time.perf_counter()
+    with step.log.open("w") as log:
+        log.write(f"$ {' '.join(step.command)}\n")
+        log.flush()
+        proc = subprocess.Popen(step.command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    step.wall = time.perf_counter() - start
+    step.cpu = usage.ru_utime + usage.ru_stime
+    step.code = proc.returncode
+
+
+def schedule(steps: list[Step], jobs: int) -> None:
+    """Run the steps, at most ``jobs`` at a time, heaviest ready step first; a step starts when its needs ended."""
+    pending = sorted(steps, key=lambda s: -s.weight)
+    running: dict[str, threading.Thread] = {}
+    done: set[str] = set()
+    t0 = time.perf_counter()
+    while pending or running:
+        for key, thread in list(running.items()):
+            if not thread.is_alive():
+                thread.join()
+                step = next(s for s in steps if s.key == key)
+                verdict = "ok" if step.code == 0 else f"FAILED (exit {step.code})"
+                print(f"[{time.perf_counter() - t0:6.0f} s] done     {step.title}: {verdict}", flush=True)
+                done.add(key)
+                del running[key]
+        for step in list(pending):
+            if len(running) >= jobs:
+                break
+            if all(n in done for n in step.needs):
+                pending.remove(step)
+                print(f"[{time.perf_counter() - t0:6.0f} s] started  {step.title}", flush=True)
+                running[step.key] = threading.Thread(target=run_step, args=(step,))
+                running[step.key].start()
+        time.sleep(0.2)
+
+
+def notebook_seconds(keys: list[str]) -> dict[str, float]:
+    """Seconds per notebook summed over the cells of the given nbval reports."""
+    out: dict[str, float] = {}
+    for key in keys:
+        path = REPORTS / f"{key}.xml"
+        if not path.exists():
+            continue
+        for case in ET.parse(path).getroot().iter("testcase"):
+            name = case.get("classname", "").replace(".", "/")
+            nb = next((n for n in NOTEBOOKS if name.startswith(n.removesuffix(".ipynb"))), None)
+            if nb:
+                out[nb] = out.get(nb, 0.0) + float(case.get("time", 0))
+    return out
+
+
+def show_logs(steps: list[Step]) -> None:
+    for step in steps:
+        print(f"\n=== {step.title} ===")
+        lines = step.log.read_text(errors="replace").splitlines() if step.log.exists() else ["(no log)"]
+        shown = lines if step.code != 0 else lines[-6:]
+        if step.code == 0 and len(lines) > 6:
+            print(f"... ({len(lines) - 6} lines in {step.log.relative_to(ROOT)})")
+        print("\n".join(shown))
+
+
+def timing_tables(steps: list[Step], total: float) -> None:
+    print("\n================ where the time went ================")
+    print(f"{'step':<46} {'wall s':>7} {'CPU s':>7}")
+    for step in steps:
+        print(f"{step.title[:46]:<46} {step.wall:7.1f} {step.cpu:7.1f}")
+    print(f"{'make test (steps side by side)':<46} {total:7.1f} {sum(s.cpu for s in steps):7.1f}")
+    pass1, pass2 = notebook_seconds(["nbval1a", "nbval1b"]), notebook_seconds(["nbval2a", "nbval2b"])
+    if not (pass1 or pass2):
+        return
+    print(f"\n{'notebook (seconds to run its cells)':<46} {'pass 1':>7} {'pass 2':>7}")
+    for nb in NOTEBOOKS:
+        print(f"{nb[:46]:<46} {pass1.get(nb, 0.0):7.1f} {pass2.get(nb, 0.0):7.1f}")
+    if pass1:
+        TIMES.write_text(json.dumps({nb: max(pass1.get(nb, 0.0), pass2.get(nb, 0.0)) for nb in NOTEBOOKS}, indent=1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="steps run side by side")
+    parser.add_argument("--only", default="", help="comma-separated step keys to run (for development; "
+                        "`make test` runs every step)")
+    args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    REPORTS.mkdir(exist_ok=True)
+    for old in REPORTS.glob("*"):
+        if old.suffix in {".xml", ".log"}:
+            old.unlink()
+    steps = plan()
+    if args.only:
+        keys = {s.key for s in steps}
+        wanted = set(args.only.split(","))
+        if not wanted <= keys:
+            parser.error(f"--only takes step keys from {sorted(keys)}, got {sorted(wanted - keys)}")
+        steps = [s for s in steps if s.key in wanted]
+        for step in steps:
+            step.needs = tuple(n for n in step.needs if n in wanted)
+    start = time.perf_counter()
+    schedule(steps, args.jobs)
+    total = time.perf_counter() - start
+    show_logs(steps)
+    timing_tables(steps, total)
+    failed = [s.title for s in steps if s.code != 0]
+    summary = subprocess.run([str(BIN / "python"), "scripts/test_summary.py", *failed], cwd=ROOT)
+    sys.exit(summary.returncode)
+
+
+if __name__ == "__main__":
+    main()
