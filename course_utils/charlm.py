@@ -110,6 +110,13 @@ def lm_batch(data: Tensor, batch_size: int, block_size: int, generator: torch.Ge
 
 
 # ---------------------------------------------------------------- baselines
+def _finite_bits(bits: float, alpha: float) -> float:
+    if not math.isfinite(bits):
+        raise ValueError(f"alpha must be > 0 when val_ids hold characters or pairs that train_ids never show, "
+                         f"got alpha={alpha:g} (probability 0, infinitely many bits)")
+    return bits
+
+
 def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_size: int, alpha: float = 1.0) -> float:
     """Validation cross-entropy in bits/char of an add-alpha n-gram count model (order 0, 1 or 2). Chapter 8.
 
@@ -118,7 +125,7 @@ def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_si
     """
     V = check_positive_int("vocab_size", vocab_size)
     order = check_int("order", order, 0, 2)
-    alpha = check_number("alpha", alpha, low=0.0, low_open=True)  # 0 gives log(0) for unseen pairs
+    alpha = check_number("alpha", alpha, low=0.0)  # add-alpha smoothing; 0 = raw counts
     for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
         check_rank(name, ids, 1, "(N,) token ids")
         check_token_ids(name, ids[None], V, "(N,) token ids")
@@ -129,11 +136,11 @@ def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_si
     if order == 1:
         counts = torch.bincount(train_ids, minlength=V).double() + alpha  # (V,)
         logp = (counts / counts.sum()).log2()
-        return float(-logp[val_ids].mean())
+        return _finite_bits(float(-logp[val_ids].mean()), alpha)
     if order == 2:
         pairs = torch.bincount(train_ids[:-1] * V + train_ids[1:], minlength=V * V).double().view(V, V) + alpha
         logp = (pairs / pairs.sum(dim=1, keepdim=True)).log2()  # (V, V): row = previous char
-        return float(-logp[val_ids[:-1], val_ids[1:]].mean())
+        return _finite_bits(float(-logp[val_ids[:-1], val_ids[1:]].mean()), alpha)
     raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
 
 

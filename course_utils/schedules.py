@@ -21,7 +21,9 @@ def warmup_cosine_lr(step: int, peak_lr: float, warmup: int, total: int, min_lr:
     check_positive_int("total", total)
     peak_lr = check_number("peak_lr", peak_lr, low=0.0, low_open=True)
     min_lr = check_number("min_lr", min_lr, low=0.0, high=peak_lr)
-    warmup = check_int("warmup", warmup, 0, total - 1)  # in [0, total)
+    warmup = check_int("warmup", warmup)  # NumPy ints count
+    if not 0 <= warmup < total:
+        raise ValueError(f"warmup must be an int in [0, total={total}), got {warmup!r}")
     if step <= warmup:
         return peak_lr * step / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))

@@ -317,7 +317,7 @@ bad(R, lambda: decoding.beam_search(MODEL, SRC[:1], 5, length_penalty=-1.0), Val
     "length_penalty must be a non-negative number")
 bad(R, lambda: decoding.reverse_strings(MODEL, ["a" * 13]), ValueError, "strings[0] must have at most max_len=12 letters")
 bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], batch_size=0), ValueError, "batch_size must be a positive int")
-bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], extra=0), ValueError, "extra must be an int >= 1")
+bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], extra=0), ValueError, "extra must be a positive int")
 bad(R, lambda: decoding.reverse_strings(MODEL, ["aB"]), ValueError, "strings[0]", "'B'")
 bad(R, lambda: decoding.sample_reversals(MODEL, "ab", n=0), ValueError, "n must be a positive int")
 bad(R, lambda: evaluation.exact_match([], []), ValueError, "predictions and targets must be non-empty")
