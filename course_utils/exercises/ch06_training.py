@@ -235,11 +235,6 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
         raise CheckFailed(f"train_step was called {len(calls)} times for steps={_LOOP_STEPS}; call it once per step.")
     if len(batch_steps) != _LOOP_STEPS:
         raise CheckFailed(f"batch_fn was called {len(batch_steps)} times for {_LOOP_STEPS} steps; one batch per step.")
-    if batch_steps != list(range(1, _LOOP_STEPS + 1)):
-        shown = ", ".join(repr(s) for s in batch_steps[:3])
-        hint = ("they count from 0: use range(1, steps + 1)" if batch_steps == list(range(_LOOP_STEPS))
-                else "pass the step number")
-        raise CheckFailed(f"batch_fn received the steps {shown}, ...; it should receive 1, 2, ..., {_LOOP_STEPS}: {hint}.")
     if len({c[0] for c in calls}) > 1:
         raise CheckFailed(
             "a new optimizer was made during the loop: create it once, before the loop (Adam keeps running "
@@ -267,6 +262,11 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
             f"{_LOOP_LR}: got {lrs[0]:.3g}, {lrs[1]:.3g}, ... for steps 1, 2, ... (expected {want_lrs[0]:.3g}, "
             f"{want_lrs[1]:.3g}, ...). Use warmup_cosine_scheduler(optimizer, warmup, steps)."
         )
+    if batch_steps != list(range(1, _LOOP_STEPS + 1)):
+        shown = ", ".join(repr(s) for s in batch_steps[:3])
+        hint = ("they count from 0: use range(1, steps + 1)" if batch_steps == list(range(_LOOP_STEPS))
+                else "pass the step number")
+        raise CheckFailed(f"batch_fn received the steps {shown}, ...; it should receive 1, 2, ..., {_LOOP_STEPS}: {hint}.")
     optimizer = optimizers[0]
     if type(optimizer) is not torch.optim.Adam:
         raise CheckFailed(f"the optimizer is {type(optimizer).__name__}; the exercise asks for "
