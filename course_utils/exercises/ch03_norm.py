@@ -62,13 +62,13 @@ def check_layer_norm(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]) -> s
                 _ln(x, gamma, beta, eps, swap=True),
             "Divide by the standard deviation sqrt(var + eps), not by the variance.":
                 _ln(x, gamma, beta, eps, no_sqrt=True),
-            "Did you forget eps? Divide by sqrt(var + eps): eps keeps a token with (almost) no variance "
-            "from blowing up.": _ln(x, gamma, beta, 0.0),
             "Normalise each token over its own features (mean and var over dim=-1, keepdim=True), not over "
             "the whole tensor.": gamma * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + beta,
         }
         if eps != 1e-5:
             mistakes["Use the eps argument: your result matches a fixed eps = 1e-5."] = _ln(x, gamma, beta, 1e-5)
+        mistakes["Did you forget eps? Divide by sqrt(var + eps): eps keeps a token with (almost) no variance "
+                 "from blowing up."] = _ln(x, gamma, beta, 0.0)
         if x.dim() > 1 and x.shape[0] > 1:
             mistakes["Normalise each token over its features (dim=-1), not over the batch (dim=0)."] = (
                 _ln(x, gamma, beta, eps, dim=0)

@@ -303,7 +303,7 @@ def expect_close(
     g_all, w_all = got.detach().double(), want.detach().double()
     same = (g_all == w_all) | (torch.isnan(g_all) & torch.isnan(w_all))  # -inf == -inf counts as equal
     diff = (g_all - w_all).abs().masked_fill(same, 0.0)
-    diff = torch.nan_to_num(diff, nan=float("inf"))  # NaN on one side only counts as the largest difference
+    diff = torch.nan_to_num(diff, nan=float("inf"), posinf=float("inf"))  # NaN or inf on one side only: largest
     where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
     g, w = float(got[where].item()), float(want[where].item())
     raise CheckFailed(
