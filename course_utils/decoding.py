@@ -15,7 +15,15 @@ from torch import Tensor, nn
 
 from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
 from .masks import padding_mask
-from .validate import check_bool, check_finite, check_number, check_positive_int, check_str_list, check_tensor, check_token_ids
+from .validate import (
+    check_bool,
+    check_finite,
+    check_number,
+    check_positive_int,
+    check_str_list,
+    check_tensor,
+    check_token_ids,
+)
 
 
 def _check_model(model: object) -> None:

@@ -240,7 +240,9 @@ class PositionwiseFeedForward(nn.Module):
         """x: (..., d_model) -> (..., d_model)."""
         check_float_tensor("x", x)
         if x.shape[-1] != self.linear1.in_features:
-            raise ValueError(f"x must have last dimension d_model={self.linear1.in_features}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have last dimension d_model={self.linear1.in_features}, got shape {tuple(x.shape)}"
+            )
         return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (..., d_ff) -> (..., d_model)
 
 

@@ -303,7 +303,9 @@ def check_device(name: str, device: object) -> torch.device:
     return dev
 
 
-KEEP_MASK_RULE = "the course's masks are keep-masks: True = may attend, False = blocked (PyTorch's attn_mask uses the opposite)"
+KEEP_MASK_RULE = (
+    "the course's masks are keep-masks: True = may attend, False = blocked (PyTorch's attn_mask uses the opposite)"
+)
 
 
 def check_keep_mask_convention(name: str, mask: Tensor) -> Tensor:

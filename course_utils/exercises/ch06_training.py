@@ -266,7 +266,9 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
         shown = ", ".join(repr(s) for s in batch_steps[:3])
         hint = ("they count from 0: use range(1, steps + 1)" if batch_steps == list(range(_LOOP_STEPS))
                 else "pass the step number")
-        raise CheckFailed(f"batch_fn received the steps {shown}, ...; it should receive 1, 2, ..., {_LOOP_STEPS}: {hint}.")
+        raise CheckFailed(
+            f"batch_fn received the steps {shown}, ...; it should receive 1, 2, ..., {_LOOP_STEPS}: {hint}."
+        )
     optimizer = optimizers[0]
     if type(optimizer) is not torch.optim.Adam:
         raise CheckFailed(f"the optimizer is {type(optimizer).__name__}; the exercise asks for "
