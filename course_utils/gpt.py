@@ -201,6 +201,8 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
 
     Ties with the k-th largest value are all kept.
     """
+    check_tensor("logits", logits)
+    check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
     check_positive_int("k", k)
     if k >= logits.shape[-1]:
         return logits
@@ -213,6 +215,8 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
 
     logits (..., V) -> same shape with the others at -inf; the most likely token is always kept.
     """
+    check_tensor("logits", logits)
+    check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
         raise ValueError(f"p must be a number in (0, 1], got {p!r}")
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., V)

@@ -81,7 +81,7 @@ def as_index(value: object) -> int | None:
     The one rule for sizes and counts: anything Python itself accepts as an index
     (``operator.index``) counts, except True/False; a float such as 4.0 does not.
     """
-    if isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool):
+    if isinstance(value, bool) or (isinstance(value, Tensor) and (value.dtype == torch.bool or value.dim() != 0)):
         return None
     try:
         return operator.index(value)  # type: ignore[arg-type]

@@ -497,6 +497,8 @@ bad(N_, lambda: training.masked_cross_entropy(torch.full((1, 3, 29), float("inf"
 bad(N_, lambda: gpt.sample_next(torch.full((1, 30), NAN)), ValueError, "logits must hold finite numbers or -inf", "NaN")
 bad(N_, lambda: gpt.sample_next(torch.full((1, 30), float("-inf"))), ValueError, "at least one value above -inf")
 bad(N_, lambda: gpt.filter_logits(torch.full((1, 30), NAN), top_k=3), ValueError, "logits must hold finite numbers or -inf")
+bad(N_, lambda: gpt.top_p_filter(torch.tensor([[0.0, NAN]]), 0.9), ValueError, "logits must hold finite numbers or -inf", "1 NaN")
+bad(N_, lambda: gpt.top_k_filter(torch.tensor([[0.0, NAN]]), 1), ValueError, "cannot be ranked")
 bad(N_, lambda: decoding.sampling_probs(torch.full((1, 29), NAN)), ValueError, "logits must hold finite numbers or -inf",
     "token 0")
 bad(N_, lambda: decoding.sampling_probs(torch.tensor([[0.0, float("inf")]])), ValueError, "1 infinite")
@@ -688,5 +690,5 @@ def counts() -> dict[str, tuple[int, int]]:
 if __name__ == "__main__":
     c = counts()
     for kind, (n, ok) in c.items():
-        print(f"{kind:>22}: {ok} / {n} clear errors")
-    print(f"{'all bad inputs':>22}: {sum(ok for _, ok in c.values())} / {sum(n for n, _ in c.values())} clear errors")
+        print(f"{kind:>25}: {ok} / {n} clear errors")
+    print(f"{'all bad inputs':>25}: {sum(ok for _, ok in c.values())} / {sum(n for n, _ in c.values())} clear errors")
