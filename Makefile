@@ -36,18 +36,24 @@ book: $(STAMP) $(MATHJAX)
 test: $(STAMP) $(MATHJAX)
 	bash scripts/test_all.sh
 
-## the student workspace: copies with the solutions blanked out (made if missing, never overwritten)
+## the student workspace: copies with the solutions blanked out (made if missing, never overwritten);
+## as root (containers, many cloud machines) JupyterLab needs --allow-root, passed only then
 lab: $(STAMP)
 	$(BIN)/python -m course_utils.student --workspace --out student
-	COURSE_EXPLORERS=live $(BIN)/jupyter lab student/
+	@if [ "$$(id -u)" = 0 ]; then \
+		echo "Running as root (a container or cloud machine?): starting JupyterLab with --allow-root"; \
+		COURSE_EXPLORERS=live $(BIN)/jupyter lab student/ --allow-root; \
+	else \
+		COURSE_EXPLORERS=live $(BIN)/jupyter lab student/; \
+	fi
 
 student: $(STAMP)
 	$(BIN)/python -m course_utils.student chapters/*.ipynb --out student
 
-## a fresh student copy of one chapter, after asking: make reset NB=01
+## a fresh student copy of one chapter, after asking: make reset NB=01 (FORCE=1: without asking)
 reset: $(STAMP)
 	@test "$(NB)" != "chapters/*.ipynb" || { echo "say which chapter: make reset NB=01"; exit 2; }
-	$(BIN)/python -m course_utils.student --reset $(NB) --out student
+	$(BIN)/python -m course_utils.student --reset $(NB) --out student $(if $(FORCE),--force)
 
 ## the reference solution of one exercise, once you have tried it: make solution EX=1.2
 solution: $(STAMP)

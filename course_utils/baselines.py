@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .masks import padding_mask
-from .validate import check_bool_mask, check_positive_int, check_rank
+from .validate import check_bool_mask, check_int, check_positive_int, check_rank
 
 
 @dataclass
@@ -36,11 +36,10 @@ class GRUConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_embed", "d_hidden"):
-            check_positive_int(name, getattr(self, name))
+            setattr(self, name, check_positive_int(name, getattr(self, name)))  # NumPy ints -> int
         if not isinstance(self.attention, bool):
             raise TypeError(f"attention must be a bool, got {type(self.attention).__name__}")
-        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id must be an int in [0, vocab_size={self.vocab_size}), got {self.pad_id!r}")
+        self.pad_id = check_int("pad_id", self.pad_id, 0, self.vocab_size - 1)
 
 
 class AdditiveAttention(nn.Module):

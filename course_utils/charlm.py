@@ -24,7 +24,7 @@ from torch import Tensor
 
 from .gpt import DecoderOnly, DecoderOnlyConfig
 from .training import TrainConfig, TrainHistory, train
-from .validate import check_positive_int, check_rank
+from .validate import check_fits, check_int, check_number, check_positive_int, check_rank, check_token_ids
 
 ASSETS = Path(__file__).parent / "assets"
 CORPUS_PATH = ASSETS / "tinyshakespeare.txt.gz"
@@ -84,8 +84,14 @@ class CharVocab:
 
 def train_val_ids(text: str, vocab: CharVocab, val_fraction: float = VAL_FRACTION) -> tuple[Tensor, Tensor]:
     """The text as ids, split into the first (1 - val_fraction) for training and the rest for validation. Chapter 8."""
+    if not isinstance(vocab, CharVocab):
+        raise TypeError(f"vocab must be a CharVocab, got {type(vocab).__name__}")
+    val_fraction = check_number("val_fraction", val_fraction, 0.0, 1.0, low_open=True, high_open=True)
     ids = vocab.encode(text)
     cut = int(len(ids) * (1 - val_fraction))
+    if cut < 2 or len(ids) - cut < 2:
+        raise ValueError(f"text must be long enough for two parts of at least 2 characters with val_fraction="
+                         f"{val_fraction:g}, got {len(ids)} characters")
     return ids[:cut], ids[cut:]
 
 
@@ -93,14 +99,24 @@ def lm_batch(data: Tensor, batch_size: int, block_size: int, generator: torch.Ge
              ) -> tuple[Tensor, Tensor]:
     """Random windows: inputs (B, T) and targets (B, T) = the same windows shifted by one character. Chapter 8."""
     check_rank("data", data, 1, "(N,) token ids")
+    check_token_ids("data", data[None], shape_hint="(N,) token ids")
     check_positive_int("batch_size", batch_size)
     check_positive_int("block_size", block_size)
+    check_fits("block_size", block_size, len(data) - 1, f"len(data) - 1 = {len(data)} - 1: a window and its "
+               "next-token targets must fit in data")
     starts = torch.randint(0, len(data) - block_size, (batch_size,), generator=generator)  # (B,)
     idx = starts[:, None] + torch.arange(block_size)  # (B, T)
     return data[idx], data[idx + 1]
 
 
 # ---------------------------------------------------------------- baselines
+def _finite_bits(bits: float, alpha: float) -> float:
+    if not math.isfinite(bits):
+        raise ValueError(f"alpha must be > 0 when val_ids hold characters or pairs that train_ids never show, "
+                         f"got alpha={alpha:g} (probability 0, infinitely many bits)")
+    return bits
+
+
 def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_size: int, alpha: float = 1.0) -> float:
     """Validation cross-entropy in bits/char of an add-alpha n-gram count model (order 0, 1 or 2). Chapter 8.
 
@@ -108,22 +124,40 @@ def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_si
     given the previous one). Counts come from ``train_ids``, the score from ``val_ids``.
     """
     V = check_positive_int("vocab_size", vocab_size)
+    order = check_int("order", order, 0, 2)
+    alpha = check_number("alpha", alpha, low=0.0)  # add-alpha smoothing; 0 = raw counts
+    for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+        check_rank(name, ids, 1, "(N,) token ids")
+        check_token_ids(name, ids[None], V, "(N,) token ids")
+        if len(ids) < 2:
+            raise ValueError(f"{name} must hold at least 2 tokens, got {len(ids)}")
     if order == 0:
         return math.log2(V)
     if order == 1:
         counts = torch.bincount(train_ids, minlength=V).double() + alpha  # (V,)
         logp = (counts / counts.sum()).log2()
-        return float(-logp[val_ids].mean())
+        return _finite_bits(float(-logp[val_ids].mean()), alpha)
     if order == 2:
         pairs = torch.bincount(train_ids[:-1] * V + train_ids[1:], minlength=V * V).double().view(V, V) + alpha
         logp = (pairs / pairs.sum(dim=1, keepdim=True)).log2()  # (V, V): row = previous char
-        return float(-logp[val_ids[:-1], val_ids[1:]].mean())
+        return _finite_bits(float(-logp[val_ids[:-1], val_ids[1:]].mean()), alpha)
     raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
 
 
 @torch.no_grad()
 def model_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
     """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8."""
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
+    check_rank("val_ids", val_ids, 1, "(N,) token ids")
+    check_token_ids("val_ids", val_ids[None], model.config.vocab_size, "(N,) token ids")
+    check_positive_int("block_size", block_size)
+    check_fits("block_size", block_size, model.config.max_len, "the model's context max_len")
+    if max_windows is not None:
+        check_positive_int("max_windows", max_windows)
+    if len(val_ids) < block_size + 1:
+        raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens (one window and "
+                         f"its targets), got {len(val_ids)}")
     model.eval()
     n_windows = (len(val_ids) - 1) // block_size
     if max_windows is not None:

@@ -15,7 +15,15 @@ from torch import Tensor, nn
 
 from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
 from .masks import padding_mask
-from .validate import check_bool, check_number, check_positive_int, check_str_list, check_tensor, check_token_ids
+from .validate import (
+    check_bool,
+    check_finite,
+    check_number,
+    check_positive_int,
+    check_str_list,
+    check_tensor,
+    check_token_ids,
+)
 
 
 def _check_model(model: object) -> None:
@@ -29,6 +37,10 @@ def _check_inputs(model: nn.Module, src: Tensor, max_len: int) -> None:
     config = getattr(model, "config", None)
     check_token_ids("src", src, getattr(config, "src_vocab_size", None), "(B, T_src) of token ids")
     check_positive_int("max_len", max_len)
+    empty = (src == getattr(config, "pad_id", PAD_ID)).all(dim=1)  # (B,): rows with no real token
+    if bool(empty.any()):
+        raise ValueError(f"src must hold at least one non-PAD token per row, got only PAD in row "
+                         f"{int(empty.nonzero()[0])}: there is nothing to decode from")
 
 
 def _model_max_len(model: nn.Module) -> int | None:
@@ -91,8 +103,8 @@ def sampling_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None =
     every token outside the k most likely gets probability 0 (ties at the k-th value are kept).
     """
     check_tensor("logits", logits)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    check_finite("logits", logits, "NaN logits would sample token 0 silently", allow_neg_inf=True)
+    temperature = check_number("temperature", temperature, low=0.0, low_open=True)
     scaled = logits / temperature  # (..., V)
     if top_k is not None:
         check_positive_int("top_k", top_k)
@@ -206,8 +218,7 @@ def reverse_strings(model: nn.Module, strings: Sequence[str], batch_size: int = 
     _check_model(model)
     strings = check_str_list("strings", strings, allow_empty=True)
     check_positive_int("batch_size", batch_size)
-    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 1:
-        raise ValueError(f"extra must be an int >= 1 (room for the EOS), got {extra!r}")
+    extra = check_positive_int("extra", extra)  # room for the EOS
     out: list[str] = []
     for i in range(0, len(strings), batch_size):
         chunk = strings[i : i + batch_size]

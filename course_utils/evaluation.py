@@ -72,15 +72,18 @@ def evaluate_by_length(
     The test strings come from their own seeded generator, so every model is scored on the
     same strings and training data (drawn from another generator) does not leak in.
     """
-    check_positive_int("n_per_length", n_per_length)
-    check_int("seed", seed)
+    n_per_length = check_positive_int("n_per_length", n_per_length)
+    seed = check_int("seed", seed)
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
         raise TypeError(f"lengths must be an iterable of ints (e.g. range(3, 16)), got {type(lengths).__name__}")
     predict = as_predictor(model)
     generator = torch.Generator().manual_seed(seed)
     results: dict[int, dict[str, float]] = {}
+    lengths = list(lengths)
+    if not lengths:
+        raise ValueError("lengths must hold at least one length, got an empty iterable")
     for n in lengths:
-        check_positive_int("length", n)
+        n = check_positive_int("length", n)  # NumPy ints -> int
         strings = random_strings(n_per_length, n, n, generator)
         targets = [s[::-1] for s in strings]
         predictions = predict(strings)

@@ -40,7 +40,7 @@ from .masks import causal_mask
 from .model import EncoderBlock, KVCache, copy_encoder_block_weights, copy_norm_weights
 from .norm import LayerNorm
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
-from .validate import check_positive_int, check_rank
+from .validate import check_finite, check_positive_int, check_rank, check_tensor
 
 POSITIONAL_SCHEMES = ("sinusoidal", "learned", "none")
 
@@ -62,7 +62,7 @@ class DecoderOnlyConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
-            check_positive_int(name, getattr(self, name))
+            object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))  # NumPy ints -> int
         if self.d_model % self.n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={self.d_model} and n_heads={self.n_heads}"
@@ -201,6 +201,8 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
 
     Ties with the k-th largest value are all kept.
     """
+    check_tensor("logits", logits)
+    check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
     check_positive_int("k", k)
     if k >= logits.shape[-1]:
         return logits
@@ -213,6 +215,8 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
 
     logits (..., V) -> same shape with the others at -inf; the most likely token is always kept.
     """
+    check_tensor("logits", logits)
+    check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
         raise ValueError(f"p must be a number in (0, 1], got {p!r}")
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., V)
@@ -227,6 +231,8 @@ def filter_logits(
     logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
 ) -> Tensor:
     """logits / temperature, then top-k, then top-p filtering (each optional). Chapter 8."""
+    check_tensor("logits", logits)
+    check_finite("logits", logits, "a NaN logit cannot be ranked or sampled", allow_neg_inf=True)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
         raise ValueError(f"temperature must be a positive number (0 = greedy in generate), got {temperature!r}")
     logits = logits / temperature
@@ -245,6 +251,7 @@ def sample_next(logits: Tensor, generator: torch.Generator | None = None) -> Ten
     at float precision), unlike kernels whose random stream depends on vectorisation.
     """
     check_rank("logits", logits, 2, "(B, V)")
+    check_finite("logits", logits, "NaN logits would sample the last token silently", allow_neg_inf=True)
     probs = torch.softmax(logits.double(), dim=-1)  # (B, V), double: a stable cumulative sum
     cdf = probs.cumsum(dim=-1)  # (B, V)
     u = torch.rand(logits.shape[0], 1, generator=generator, dtype=torch.float64) * cdf[:, -1:]  # (B, 1)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .validate import check_bool_mask, check_int, check_positive_int, check_rank
+from .validate import check_bool_mask, check_device, check_int, check_positive_int, check_rank
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
     """Keep-mask (1, 1, T, T): query i may attend to keys 0..i. Chapter 4."""
     check_positive_int("T", T)
+    if device is not None:
+        device = check_device("device", device)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril().view(1, 1, T, T)  # (1, 1, T, T)
 
 
@@ -64,7 +66,7 @@ def mask_to_text(mask: Tensor, keep: str = "1", drop: str = "0") -> str:
     Leading dimensions of size 1 are dropped, so (1, 1, T_q, T_k) prints as a (T_q, T_k) grid;
     a mask with more than 2 dimensions left must be indexed first (e.g. ``mask[b, 0]``).
     """
-    check_bool_mask("mask", mask)
+    check_bool_mask("mask", mask, convention=False)  # any mask may be shown
     for name, text in (("keep", keep), ("drop", drop)):
         if not isinstance(text, str):
             raise TypeError(f"{name} must be a str (the text shown for each entry), got {type(text).__name__}")

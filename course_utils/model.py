@@ -37,6 +37,7 @@ from .validate import (
     check_bool,
     check_bool_mask,
     check_broadcast,
+    check_finite,
     check_float_tensor,
     check_int,
     check_positive_int,
@@ -75,7 +76,7 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
                      "n_encoder_layers", "n_decoder_layers", "max_len"):
-            check_positive_int(name, getattr(self, name))
+            object.__setattr__(self, name, check_positive_int(name, getattr(self, name)))  # NumPy ints -> int
         if self.d_model % self.n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={self.d_model} and n_heads={self.n_heads}"
@@ -237,6 +238,11 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x: (..., d_model) -> (..., d_model)."""
+        check_float_tensor("x", x)
+        if x.shape[-1] != self.linear1.in_features:
+            raise ValueError(
+                f"x must have last dimension d_model={self.linear1.in_features}, got shape {tuple(x.shape)}"
+            )
         return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (..., d_ff) -> (..., d_model)
 
 
@@ -569,6 +575,10 @@ class Transformer(nn.Module):
             offset = cache.length
         self._check_tokens("tgt", tgt, c.tgt_vocab_size, offset)
         check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
+        check_finite("memory", memory, "the encoder output must be numbers for the decoder to attend to")
+        if memory.dtype != self.tgt_embed.weight.dtype:
+            raise TypeError(f"memory must have the model's dtype {self.tgt_embed.weight.dtype}, got {memory.dtype}; "
+                            "convert the model (model.double()) or the memory (memory.float())")
         if memory.shape[0] != tgt.shape[0] or memory.shape[2] != c.d_model:
             raise ValueError(
                 f"memory must have shape (B={tgt.shape[0]}, T_src, d_model={c.d_model}), got {tuple(memory.shape)}"

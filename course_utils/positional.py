@@ -9,7 +9,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .validate import check_float_tensor, check_int, check_number, check_positive_int, check_rank
+from .validate import check_bool, check_float_tensor, check_int, check_number, check_positive_int, check_rank
 
 
 def sinusoidal_encoding(T: int, d_model: int) -> Tensor:
@@ -271,6 +271,19 @@ def alibi_bias_at(slopes: Tensor, q_pos: Tensor, k_pos: Tensor) -> Tensor:
     return -slopes.view(1, -1, 1, 1) * distance.unsqueeze(1) + 0.0  # (1, h, 1, 1) * (B, 1, T_q, T_k)
 
 
+def _check_t5_sizes(bidirectional: object, n_buckets: object, max_distance: object) -> None:
+    """The log-spaced buckets need max_distance beyond the exact range (else log(1) = 0 divides)."""
+    check_bool("bidirectional", bidirectional)
+    n_buckets = check_positive_int("n_buckets", n_buckets)
+    max_distance = check_positive_int("max_distance", max_distance)
+    if bidirectional and n_buckets % 2 != 0:
+        raise ValueError(f"n_buckets must be even for a bidirectional bias, got {n_buckets}")
+    exact = n_buckets // (4 if bidirectional else 2)
+    if max_distance <= exact:
+        raise ValueError(f"max_distance must be larger than the {exact} exact offsets (n_buckets // "
+                         f"{4 if bidirectional else 2}), got {max_distance}")
+
+
 def t5_bucket(relative: Tensor, bidirectional: bool = True, n_buckets: int = 32, max_distance: int = 128) -> Tensor:
     """Bucket index of each offset key - query in T5's relative attention bias. Chapter 9.
 
@@ -281,8 +294,7 @@ def t5_bucket(relative: Tensor, bidirectional: bool = True, n_buckets: int = 32,
     """
     if relative.dtype.is_floating_point or relative.dtype == torch.bool:
         raise TypeError(f"relative must hold integer offsets, got dtype {relative.dtype}")
-    check_positive_int("n_buckets", n_buckets)
-    check_positive_int("max_distance", max_distance)
+    _check_t5_sizes(bidirectional, n_buckets, max_distance)
     bucket = torch.zeros_like(relative)
     if bidirectional:
         if n_buckets % 2 != 0:
@@ -311,6 +323,7 @@ class T5RelativeBias(nn.Module):
     def __init__(self, n_heads: int, bidirectional: bool = True, n_buckets: int = 32, max_distance: int = 128):
         super().__init__()
         self.n_heads = check_positive_int("n_heads", n_heads)
+        _check_t5_sizes(bidirectional, n_buckets, max_distance)
         self.bidirectional, self.n_buckets, self.max_distance = bidirectional, n_buckets, max_distance
         self.table = nn.Embedding(n_buckets, n_heads)
         nn.init.zeros_(self.table.weight)  # starts as "no positional preference"

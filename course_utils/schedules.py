@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .validate import check_number, check_positive_int
+from .validate import check_int, check_number, check_positive_int
 
 
 def vaswani_lr(step: int, d_model: int, warmup: int = 4000) -> float:
@@ -21,7 +21,8 @@ def warmup_cosine_lr(step: int, peak_lr: float, warmup: int, total: int, min_lr:
     check_positive_int("total", total)
     peak_lr = check_number("peak_lr", peak_lr, low=0.0, low_open=True)
     min_lr = check_number("min_lr", min_lr, low=0.0, high=peak_lr)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < total:
+    warmup = check_int("warmup", warmup)  # NumPy ints count
+    if not 0 <= warmup < total:
         raise ValueError(f"warmup must be an int in [0, total={total}), got {warmup!r}")
     if step <= warmup:
         return peak_lr * step / warmup

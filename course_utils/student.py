@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+# a line that looks like a marker: any number of #, any case, any spacing ("## begin  solution")
+MARKER_LIKE = re.compile(r"^\s*#+\s*(BEGIN|END)\s*SOLUTION\b", re.IGNORECASE)
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 WORKSPACE = ROOT / "student"
@@ -40,8 +42,11 @@ def stub_source(source: str) -> str:
         raise TypeError(f"source must be a str (a cell's code), got {type(source).__name__}")
     out: list[str] = []
     inside = False
-    for line in source.splitlines():
+    for number, line in enumerate(source.splitlines(), start=1):
         stripped = line.strip()
+        if stripped not in (BEGIN, END) and MARKER_LIKE.match(line):
+            raise ValueError(f"line {number} {stripped!r} looks like a solution marker but is not one: "
+                             f"write exactly {BEGIN!r} or {END!r}")
         if stripped == BEGIN:
             if inside:
                 raise ValueError("found '### BEGIN SOLUTION' twice without '### END SOLUTION'")
@@ -63,12 +68,15 @@ def make_student_copy(src: Path, dst: Path) -> int:
     """Write the student copy of notebook ``src`` to ``dst``; return how many solutions were stubbed."""
     nb = json.loads(Path(src).read_text(encoding="utf-8"))
     stubbed = 0
-    for cell in nb["cells"]:
+    for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code":
             continue
         source = "".join(cell["source"])
-        if BEGIN in source:
-            source = stub_source(source)
+        if any(MARKER_LIKE.match(line) for line in source.splitlines()):
+            try:
+                source = stub_source(source)
+            except ValueError as error:
+                raise ValueError(f"{Path(src).name}, cell {index} (id {cell.get('id', '?')}): {error}") from None
             stubbed += source.count("raise NotImplementedError")
             tags = cell.setdefault("metadata", {}).get("tags", [])
             cell["metadata"]["tags"] = [t for t in tags if t not in ("hide-input", "solution")]
@@ -81,11 +89,21 @@ def make_student_copy(src: Path, dst: Path) -> int:
     return stubbed
 
 
+def is_chapter(path: Path, chapters: Path = CHAPTERS) -> bool:
+    """True when ``path`` is a course chapter: a notebook NN_name.ipynb directly in ``chapters``."""
+    path = Path(path)
+    return (path.suffix == ".ipynb" and re.fullmatch(r"\d\d_\w+", path.stem) is not None
+            and path.resolve().parent == Path(chapters).resolve())
+
+
 def chapter_path(chapter: str | int | Path, chapters: Path = CHAPTERS) -> Path:
     """The course notebook named by ``chapter``: 1, "01", "01_attention" or a path to it."""
     if isinstance(chapter, Path) or str(chapter).endswith(".ipynb"):
         path = Path(chapter)
         if path.exists():
+            if not is_chapter(path, chapters):
+                raise ValueError(f"chapter must be a course chapter in {chapters.name}/ (e.g. "
+                                 f"{chapters.name}/01_attention.ipynb), got {path}")
             return path
         chapter = path.stem
     name = str(chapter)
@@ -112,12 +130,24 @@ def ensure_workspace(out: Path = WORKSPACE, chapters: Path = CHAPTERS) -> list[P
     return made
 
 
-def _confirm(question: str, ask: Callable[[str], str] | None) -> bool:
+NO_TERMINAL = "there is no terminal to ask whether to replace it"
+
+
+def _confirm(question: str, ask: Callable[[str], str] | None) -> bool | None:
+    """The answer to a yes/no question: True, False, or None when there is no terminal to ask."""
     if ask is None:
         if not sys.stdin.isatty():
-            return False
+            return None
         ask = input
     return ask(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _kept(dst: Path, answer: bool | None, chapter: str) -> str:
+    """Why a copy was kept, and how to replace it anyway."""
+    if answer is None:
+        return (f"{dst}: kept as it is: {NO_TERMINAL} (your work in it would be lost). To replace it anyway: "
+                f"make reset NB={chapter} FORCE=1 (or python -m course_utils.student --reset {chapter} --force)")
+    return f"{dst}: kept as it is"
 
 
 def reset_chapter(chapter: str | int | Path, out: Path = WORKSPACE, chapters: Path = CHAPTERS,
@@ -131,8 +161,9 @@ def reset_chapter(chapter: str | int | Path, out: Path = WORKSPACE, chapters: Pa
     dst = Path(out) / src.name
     if dst.exists() and not force:
         question = f"Replace {dst} with a fresh copy? Everything you wrote in it will be lost."
-        if not _confirm(question, ask):
-            print(f"{dst}: kept as it is")
+        answer = _confirm(question, ask)
+        if not answer:
+            print(_kept(dst, answer, src.stem[:2]))
             return False
     n = make_student_copy(src, dst)
     print(f"{dst}: fresh copy, {n} solution block(s) turned into stubs")
@@ -205,11 +236,23 @@ def main(argv: list[str] | None = None) -> None:
     for src in args.notebooks:
         if not src.exists():
             parser.error(f"notebook not found: {src}")
+        if not is_chapter(src):
+            parser.error(f"notebooks must be course chapters in chapters/ (e.g. chapters/01_attention.ipynb), "
+                         f"got {src}: other notebooks hold no exercises to turn into stubs")
         dst = args.out / src.name
-        if dst.exists() and not args.force and not _confirm(f"Overwrite {dst}? Your work in it will be lost.", None):
-            print(f"{dst}: exists, kept as it is (make reset NB={src.stem[:2]} replaces it after asking)")
+        answer = None if args.force or not dst.exists() else _confirm(
+            f"Overwrite {dst}? Your work in it will be lost.", None)
+        if dst.exists() and not args.force and not answer:
+            if answer is None:
+                print(f"{dst}: exists, kept as it is: {NO_TERMINAL}; add --force to replace it "
+                      f"(or make reset NB={src.stem[:2]} FORCE=1)")
+            else:
+                print(f"{dst}: exists, kept as it is (make reset NB={src.stem[:2]} replaces it after asking)")
             continue
-        n = make_student_copy(src, dst)
+        try:
+            n = make_student_copy(src, dst)
+        except ValueError as error:
+            parser.error(str(error))
         print(f"{dst}: {n} solution block(s) turned into stubs")
 
 

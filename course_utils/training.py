@@ -24,6 +24,7 @@ from .validate import (
     check_bool,
     check_callable,
     check_choice,
+    check_finite,
     check_float_tensor,
     check_int,
     check_module,
@@ -48,6 +49,8 @@ def masked_cross_entropy(
         raise TypeError(f"targets must hold integer token ids, got dtype {targets.dtype}")
     pad_id = check_int("pad_id", pad_id)
     label_smoothing = check_number("label_smoothing", label_smoothing, 0.0, 1.0, high_open=True)
+    check_finite("logits", logits, "a NaN or infinite logit makes the loss NaN: look upstream for an overflow, "
+                 "a division by zero or a fully masked row")
     if logits.shape[:2] != targets.shape:
         raise ValueError(
             f"logits (B, T, V) and targets (B, T) must agree on B and T, got logits {tuple(logits.shape)} "
@@ -111,9 +114,9 @@ class TrainConfig:
     pad_id: int = PAD_ID  # target positions to ignore
 
     def __post_init__(self) -> None:
-        check_positive_int("steps", self.steps)
+        self.steps = check_positive_int("steps", self.steps)
         check_number("lr", self.lr, low=0.0, low_open=True)
-        check_int("warmup", self.warmup, low=0, high=self.steps - 1)
+        self.warmup = check_int("warmup", self.warmup, low=0, high=self.steps - 1)
         check_number("min_lr", self.min_lr, low=0.0, high=self.lr)
         check_choice("optimizer", self.optimizer, ("adam", "adamw"))
         if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:

@@ -11,8 +11,9 @@ import torch
 
 def set_seed(seed: int = 0) -> torch.Generator:
     """Seed Python, NumPy and PyTorch; return a torch.Generator seeded the same way. Chapter 1."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    from .validate import check_int  # NumPy ints count, as everywhere
+
+    seed = check_int("seed", seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

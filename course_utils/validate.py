@@ -3,13 +3,30 @@
 Every public function of ``course_utils`` checks its arguments with these helpers, so a bad
 input raises TypeError (wrong kind of value) or ValueError (right kind, wrong value) with one
 message of the form ``"<argument> must be <what is expected>, got <what came>"``.
+
+The rules, one per class of bad input:
+
+- sizes and counts: anything integral counts (int, NumPy integers, 0-d integer tensors:
+  :func:`as_index`); True/False and floats such as 4.0 do not.
+- NaN and infinity: modules (attention, LayerNorm, the blocks) pass them through as PyTorch
+  does; where they can only mean a bug upstream they are an error (:func:`check_finite`): a
+  loss's logits, a sampling distribution, a decoder's memory.
+- sizes that do not fit (a sequence longer than a table, more tokens than the context):
+  :func:`check_fits` names the limit and where it comes from.
+- right type, wrong meaning: a lone str where a list of str is expected
+  (:func:`check_str_list`), low > high (:func:`check_order`), empty lists, ids outside the
+  vocabulary (:func:`check_token_ids`), a device this machine lacks (:func:`check_device`).
+- masks: the course's are keep-masks (True = attend); the one mask of the other convention
+  that can be recognised, a causal mask with True above the diagonal, is an error that says
+  which convention is expected (:func:`check_keep_mask_convention`).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import torch
@@ -58,8 +75,22 @@ def check_float_tensor(name: str, x: object, ranks: int | Sequence[int] | None =
     return x
 
 
+def as_index(value: object) -> int | None:
+    """``value`` as an int when it is integral (int, NumPy integer, 0-d integer tensor), else None.
+
+    The one rule for sizes and counts: anything Python itself accepts as an index
+    (``operator.index``) counts, except True/False; a float such as 4.0 does not.
+    """
+    if isinstance(value, bool) or (isinstance(value, Tensor) and (value.dtype == torch.bool or value.dim() != 0)):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
 def check_int(name: str, value: object, low: int | None = None, high: int | None = None) -> int:
-    """Raise unless ``value`` is an int (NumPy ints too) in [low, high]; return it as int."""
+    """Raise unless ``value`` is integral (see :func:`as_index`) in [low, high]; return it as int."""
     if low is not None and high is not None:
         want = f"an int in [{low}, {high}]"
     elif low == 0:
@@ -72,9 +103,10 @@ def check_int(name: str, value: object, low: int | None = None, high: int | None
         want = f"an int <= {high}"
     else:
         want = "an int"
-    if isinstance(value, bool) or not isinstance(value, Integral):
+    index = as_index(value)
+    if index is None:
         raise TypeError(f"{name} must be {want}, got {_got(value)}")
-    value = int(value)
+    value = index
     if (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{name} must be {want}, got {value}")
     return value
@@ -188,15 +220,19 @@ def check_callable(name: str, value: object, what: str = "a function") -> Callab
     return value
 
 
-def check_bool_mask(name: str, mask: object) -> Tensor:
-    """Raise unless ``mask`` is a boolean keep-mask tensor (True = keep). Chapter 4."""
+def check_bool_mask(name: str, mask: object, convention: bool = True) -> Tensor:
+    """Raise unless ``mask`` is a boolean keep-mask tensor (True = keep). Chapter 4.
+
+    ``convention=True`` also rejects the mask of the opposite convention that can be recognised
+    (:func:`check_keep_mask_convention`); displays of any mask pass False.
+    """
     mask = check_tensor(name, mask)
     if mask.dtype != torch.bool:
         raise TypeError(
             f"{name} must be a boolean keep-mask (True = attend, False = masked), "
             f"got dtype {mask.dtype}; build one with course_utils.masks"
         )
-    return mask
+    return check_keep_mask_convention(name, mask) if convention else mask
 
 
 def check_broadcast(name: str, shape: Sequence[int], target: Sequence[int], what: str) -> None:
@@ -209,3 +245,84 @@ def check_broadcast(name: str, shape: Sequence[int], target: Sequence[int], what
         raise ValueError(
             f"{name} of shape {tuple(shape)} does not broadcast to {what} {tuple(target)}"
         )
+
+
+def check_finite(name: str, x: Tensor, why: str = "", allow_neg_inf: bool = False) -> Tensor:
+    """Raise ValueError if the float tensor ``x`` holds NaN or infinity; return it.
+
+    Used where a NaN can only mean a bug upstream: a loss, a sampling distribution, the input of
+    a decoder. ``why`` says where such values usually come from. ``allow_neg_inf=True`` lets
+    -inf through (logits of tokens filtered out), but not a row (last dimension) that is all -inf.
+    """
+    if not x.dtype.is_floating_point:
+        return x
+    bad = torch.isnan(x) | (x == float("inf")) if allow_neg_inf else ~torch.isfinite(x)
+    tail = f"; {why}" if why else ""
+    if bool(bad.any()):
+        n_nan, n_inf = int(torch.isnan(x).sum()), int((bad & torch.isinf(x)).sum())
+        where = tuple(int(i) for i in torch.nonzero(bad)[0])
+        what = "finite numbers or -inf" if allow_neg_inf else "finite numbers"
+        raise ValueError(
+            f"{name} must hold {what}, got {n_nan} NaN and {n_inf} infinite value(s) (first at index {where}){tail}"
+        )
+    if allow_neg_inf and x.dim() > 0 and x.shape[-1] > 0:
+        dead = (x == float("-inf")).all(dim=-1)
+        if bool(dead.any()):
+            where = tuple(int(i) for i in torch.nonzero(dead)[0])
+            raise ValueError(f"{name} must leave at least one value above -inf in every row, got a row of -inf "
+                             f"only at index {where}{tail}")
+    return x
+
+
+def check_order(low_name: str, low: float, high_name: str, high: float) -> None:
+    """Raise ValueError unless ``low <= high`` (e.g. min_len <= max_len)."""
+    if low > high:
+        raise ValueError(f"{low_name} must be <= {high_name}, got {low_name}={low} and {high_name}={high}")
+
+
+def check_fits(name: str, size: int, limit: int, what: str) -> int:
+    """Raise ValueError unless ``size <= limit``; ``what`` names the limit (e.g. "the positional table's max_len")."""
+    if size > limit:
+        raise ValueError(f"{name} must be at most {limit} ({what}), got {size}")
+    return size
+
+
+def check_device(name: str, device: object) -> torch.device:
+    """Raise unless ``device`` names a device this machine has ("cpu", "cuda", "cuda:0", a torch.device)."""
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a device name such as 'cpu' or 'cuda', got {_got(device)}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{name} must be a device name such as 'cpu', 'cuda' or 'cuda:0', got {device!r}") from None
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"{name} must be a device this machine has, got {device!r} (torch.cuda.is_available() "
+                         f"is {torch.cuda.is_available()}); use 'cpu'")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{name} must be a device this machine has, got {device!r}; use 'cpu'")
+    return dev
+
+
+KEEP_MASK_RULE = (
+    "the course's masks are keep-masks: True = may attend, False = blocked (PyTorch's attn_mask uses the opposite)"
+)
+
+
+def check_keep_mask_convention(name: str, mask: Tensor) -> Tensor:
+    """Raise ValueError when a boolean ``mask`` is recognisably in the blocked convention (True = blocked).
+
+    Detectable case: the exact complement of a causal keep-mask (True strictly above the
+    diagonal: every query would see only its future, never itself). Other masks (a padding mask
+    with True at PAD, say) cannot be told apart from a legitimate keep-mask and pass.
+    """
+    if mask.dtype != torch.bool or mask.numel() == 0:
+        return mask
+    if mask.dim() >= 2 and mask.shape[-1] == mask.shape[-2] and mask.shape[-1] > 1:
+        n = mask.shape[-1]
+        blocked_causal = torch.ones(n, n, dtype=torch.bool, device=mask.device).triu(1)
+        if bool((mask == blocked_causal).all()):
+            raise ValueError(
+                f"{name} is True strictly above the diagonal: a causal mask in PyTorch's convention; "
+                f"{KEEP_MASK_RULE}. Pass ~{name}, or build it with course_utils.masks.causal_mask"
+            )
+    return mask

@@ -857,6 +857,259 @@ wrong("7.4", c7.check_copy_targets, INPLACE, lambda lengths, T_q: (lambda L: tor
     torch.arange(T_q) < L, torch.arange(T_q), -1))(lengths.unsqueeze_(1)))
 
 
+# ================================================================ issue 23: the mistake kinds a careful reviewer tries
+# swapped return order, an ignored mask, a sum over the wrong axis or the whole tensor, a sign error
+# in an exponent, a missing epsilon, a causal mask shifted by one, a positional table indexed by token
+# id, an alignment score normalised by the wrong count, an inverted query mask
+def att_swapped(q, k, v, mask=None):
+    out, w = scaled_dot_product_attention(q, k, v, mask)
+    return w, out
+
+
+class MHASwapped(MHA):
+    def forward(self, x, mask=None):
+        out, w = super().forward(x, mask)
+        return w, out
+
+
+class MHANoMask(MHA):
+    def forward(self, x, mask=None):
+        return super().forward(x, None)
+
+
+def sm_whole(x):
+    e = (x - x.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum()
+
+
+wrong("1.1", c1.check_softmax, "not by the sum over the whole tensor", sm_whole)
+wrong("1.2", c1.check_scaled_attention, "order (output, weights)", att_swapped)
+wrong("1.2", c1.check_scaled_attention, "mask was ignored", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v))
+wrong("1.4", c1.check_mha, "order (output, weights)", lambda d, h: MHASwapped(d, h))
+wrong("1.4", c1.check_mha, "mask was ignored", lambda d, h: MHANoMask(d, h))
+wrong("3.1", c3.check_layer_norm, "forget eps", ln(fixed_eps=0.0))
+wrong("3.1", c3.check_layer_norm, "not over the whole tensor",
+      lambda x, g, b, eps: g * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + b)
+wrong("3.3", c3.check_vaswani_lr, "sign of the warm-up exponent", lr(warm=1.5))
+wrong("3.3", c3.check_vaswani_lr, "sign of the decay exponent", lr(decay=0.5))
+wrong("3.4", c3.check_masked_stats, "order (mean, var)", lambda x, k: stats_ref(x, k)[::-1])
+wrong("4.1", c4.check_causal_mask, "shifted by one", lambda T: torch.ones(T, T, dtype=torch.bool).tril(1).view(1, 1, T, T))
+wrong("4.4", c4.check_masked_softmax, "not by the sum over the whole tensor",
+      lambda s, m: (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()))
+wrong("5.4", c5.check_embed, "indexed by token id", lambda t, e, pe: e(t) * math.sqrt(e.embedding_dim) + pe[t])
+wrong("7.1", c7.check_alignment_score, "not by B * T_q", lambda w, lengths: align_ref(w, lengths) * lengths.sum() / (w.shape[0] * w.shape[2]))
+wrong("7.1", c7.check_alignment_score, "not by the batch size", lambda w, lengths: align_ref(w, lengths) * lengths.sum() / w.shape[0])
+wrong("7.1", c7.check_alignment_score, "do not sum it", lambda w, lengths: align_ref(w, lengths) * lengths.sum())
+wrong("7.2", c7.check_entropy, "query mask is inverted", lambda w, qm: ent_ref(w, ~qm))
+wrong("7.2", c7.check_entropy, "not over the heads too", lambda w, qm: ent_ref(w, qm).mean().expand(w.shape[1]))
+
+
+# ================================================================ 6.2-6.4, 8.1, 8.3, 8.4, 9.3, 10.3
+# The answers of tests/test_exercises_ch06.py and ch08.py, plus right answers in other styles and the
+# mistakes issues 20 and 23 name (Adam's betas, steps from 0, an ignored generator, in-place edits).
+import test_exercises_ch06 as t6  # noqa: E402  (tests/ is on sys.path)
+import test_exercises_ch08 as t8  # noqa: E402
+
+from course_utils.exercises import ch08_decoder_only as c8  # noqa: E402
+from course_utils.exercises import ch09_length as c9  # noqa: E402
+from course_utils.exercises import ch10_why_transformer as c10  # noqa: E402
+from course_utils.gpt import top_p_filter  # noqa: E402
+from course_utils.positional import random_positions  # noqa: E402
+from course_utils.training import warmup_cosine_scheduler  # noqa: E402
+
+right("6.2", c6.check_train_step, t6.step_ok)
+right("6.2", c6.check_train_step, t6.step_by_hand_loss)
+wrong("6.2", c6.check_train_step, "counts the PAD", t6.step_pad)
+wrong("6.2", c6.check_train_step, "not clipped before", t6.step_clip_after)
+wrong("6.2", c6.check_train_step, "zero_grad", t6.step_no_zero_grad)
+wrong("6.2", c6.check_train_step, "scheduler.step()", t6.step_no_schedule)
+wrong("6.2", c6.check_train_step, "one step ahead", t6.step_schedule_first)
+wrong("6.2", c6.check_train_step, "tgt_in", t6.step_target_in)
+wrong("6.2", c6.check_train_step, "return the loss", t6.step_returns_nothing)
+wrong("6.2", c6.check_train_step, "did not change", t6.step_no_update)
+
+
+def loop_while(model, batch_fn, steps, lr, warmup, clip, train_step):
+    optimizer = torch.optim.Adam(params=list(model.parameters()), lr=lr, betas=[0.9, 0.98])
+    scheduler = warmup_cosine_scheduler(optimizer, warmup, steps)
+    losses, step = [], 0
+    while step < steps:
+        step += 1
+        losses.append(train_step(model, optimizer, scheduler, batch_fn(step), clip))
+    return losses
+
+
+def loop_variant(betas=(0.9, 0.98), start=1, opt=torch.optim.Adam):
+    def train(model, batch_fn, steps, lr, warmup, clip, train_step):
+        kwargs = {"betas": betas} if opt is torch.optim.Adam else {}
+        optimizer = opt(model.parameters(), lr=lr, **kwargs)
+        scheduler = warmup_cosine_scheduler(optimizer, warmup, steps)
+        return [train_step(model, optimizer, scheduler, batch_fn(s), clip) for s in range(start, start + steps)]
+
+    return train
+
+
+right("6.3", c6.check_train_loop, t6.loop_ok)
+right("6.3", c6.check_train_loop, loop_while)
+wrong("6.3", c6.check_train_loop, "called 39 times", t6.loop_off_by_one)
+wrong("6.3", c6.check_train_loop, "new optimizer", t6.loop_new_optimizer)
+wrong("6.3", c6.check_train_loop, "stayed at", t6.loop_constant_lr)
+wrong("6.3", c6.check_train_loop, "two schedule steps", t6.loop_double_schedule)
+wrong("6.3", c6.check_train_loop, "tensors", t6.loop_tensor_losses)
+wrong("6.3", c6.check_train_loop, "all of the model's parameters", t6.loop_some_params)
+wrong("6.3", c6.check_train_loop, "betas=(0.9, 0.98)", loop_variant(betas=(0.9, 0.999)))
+wrong("6.3", c6.check_train_loop, "count from 0", loop_variant(start=0))
+wrong("6.3", c6.check_train_loop, "asks for torch.optim.Adam", loop_variant(opt=torch.optim.SGD))
+
+
+def greedy_inplace(model, src, max_len):
+    src[src == 0] = 0  # harmless so far ...
+    src[:, 0] = src[:, 0]
+    out = t6.greedy_ok(model, src, max_len)
+    src.fill_(PAD_ID)  # ... then the source is wiped
+    return out
+
+
+right("6.4", c6.check_greedy_decode, t6.greedy_ok)
+right("6.4", c6.check_greedy_decode, t6.greedy_full_length)
+right("6.4", c6.check_greedy_decode, t6.greedy_forward)
+wrong("6.4", c6.check_greedy_decode, "starts with SOS", t6.greedy_with_sos)
+wrong("6.4", c6.check_greedy_decode, "put PAD", t6.greedy_no_pad)
+wrong("6.4", c6.check_greedy_decode, "first row finished", t6.greedy_stop_any)
+wrong("6.4", c6.check_greedy_decode, "first position", t6.greedy_first_position)
+wrong("6.4", c6.check_greedy_decode, "padding", t6.greedy_no_src_mask)
+wrong("6.4", c6.check_greedy_decode, "torch.long", lambda m, s, n: t6.greedy_ok(m, s, n).float())
+wrong("6.4", c6.check_greedy_decode, INPLACE, greedy_inplace)
+
+
+def targets_loop(seq, sep_id, pad_id):
+    out = seq[:, 1:].clone()
+    for b in range(seq.shape[0]):
+        sep = int((seq[b] == sep_id).nonzero()[0])
+        out[b, :sep] = pad_id
+    return out
+
+
+def targets_inplace(seq, sep_id, pad_id):
+    sep = (seq == sep_id).long().argmax(dim=1, keepdim=True)
+    shifted = seq[:, 1:]
+    return shifted.masked_fill_(torch.arange(shifted.shape[1]) < sep, pad_id)
+
+
+right("8.1", c8.check_target_only_targets, t8.targets_ok)
+right("8.1", c8.check_target_only_targets, targets_loop)
+wrong("8.1", c8.check_target_only_targets, "still covers the source", t8.targets_all)
+wrong("8.1", c8.check_target_only_targets, "first target letter", t8.targets_mask_first_letter)
+wrong("8.1", c8.check_target_only_targets, "separator itself", t8.targets_keep_sep)
+wrong("8.1", c8.check_target_only_targets, "one column fewer", t8.targets_unshifted)
+wrong("8.1", c8.check_target_only_targets, "other way round", t8.targets_inverted)
+wrong("8.1", c8.check_target_only_targets, INPLACE, targets_inplace)
+
+
+def filter_sorted_by_hand(logits, top_k, top_p):
+    out = logits.clone()
+    if top_k is not None:
+        kth = out.sort(dim=-1, descending=True).values[..., top_k - 1 : top_k]
+        out[out < kth] = float("-inf")
+    if top_p is not None:
+        probs, order = torch.softmax(out, -1).sort(-1, descending=True)
+        drop = probs.cumsum(-1) - probs >= top_p  # drop once the mass before a token reaches p
+        out = out.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return out
+
+
+def filter_inplace(logits, top_k, top_p):
+    if top_k is not None:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits.masked_fill_(logits < kth, float("-inf"))
+    return top_p_filter(logits, top_p) if top_p is not None else logits
+
+
+right("8.3", c8.check_filter_logits, t8.filter_ok)
+right("8.3", c8.check_filter_logits, filter_sorted_by_hand)
+wrong("8.3", c8.check_filter_logits, "-inf", t8.filter_zero_fill)
+wrong("8.3", c8.check_filter_logits, "crosses p", t8.filter_strict_p)
+wrong("8.3", c8.check_filter_logits, "k smallest", t8.filter_smallest_k)
+wrong("8.3", c8.check_filter_logits, "sort first", t8.filter_unsorted)
+wrong("8.3", c8.check_filter_logits, "top", lambda logits, top_k, top_p: t8.filter_ok(logits, None, top_p))
+wrong("8.3", c8.check_filter_logits, INPLACE, filter_inplace)
+
+
+def trigram_loop(train, val, V):
+    counts = torch.ones(V, V, V, dtype=torch.float64)
+    for a, b, c in zip(train[:-2].tolist(), train[1:-1].tolist(), train[2:].tolist(), strict=True):
+        counts[a, b, c] += 1
+    probs = counts / counts.sum(-1, keepdim=True)
+    return -sum(math.log2(probs[a, b, c]) for a, b, c in zip(val[:-2].tolist(), val[1:-1].tolist(), val[2:].tolist(), strict=True)) / (len(val) - 2)
+
+
+def trigram_inplace(train, val, V):
+    result = t8.trigram_ok(train, val, V)
+    train.zero_()
+    return result
+
+
+right("8.4", c8.check_trigram_bits, t8.trigram_ok)
+right("8.4", c8.check_trigram_bits, trigram_loop)
+wrong("8.4", c8.check_trigram_bits, "nats", t8.trigram_nats)
+wrong("8.4", c8.check_trigram_bits, "not p(a, b, c)", t8.trigram_joint)
+wrong("8.4", c8.check_trigram_bits, "Add one", t8.trigram_unsmoothed)
+wrong("8.4", c8.check_trigram_bits, "training ids only", t8.trigram_on_val)
+wrong("8.4", c8.check_trigram_bits, "bigram baseline", t8.bigram_instead)
+wrong("8.4", c8.check_trigram_bits, INPLACE, trigram_inplace)
+
+
+def positions_argsort(batch_size, n, max_position, generator=None):
+    keys = torch.rand(batch_size, max_position, generator=generator)
+    return keys.argsort(dim=-1)[:, :n].sort(dim=-1).values
+
+
+def positions_global_rng(batch_size, n, max_position, generator=None):
+    return random_positions(batch_size, n, max_position)  # generator ignored
+
+
+right("9.3", c9.check_random_positions, random_positions)
+right("9.3", c9.check_random_positions, positions_argsort)
+wrong("9.3", c9.check_random_positions, "not in order",
+      lambda b, n, m, generator=None: torch.rand(b, m, generator=generator).argsort(-1)[:, :n])
+wrong("9.3", c9.check_random_positions, "repeats a position",
+      lambda b, n, m, generator=None: torch.randint(0, m, (b, n), generator=generator).sort(-1).values)
+wrong("9.3", c9.check_random_positions, "random shift",
+      lambda b, n, m, generator=None: torch.randint(0, m - n + 1, (b, 1), generator=generator) + torch.arange(n))
+wrong("9.3", c9.check_random_positions, "never drawn",
+      lambda b, n, m, generator=None: random_positions(b, n, m // 2 + n // 2, generator))
+wrong("9.3", c9.check_random_positions, "generator",  positions_global_rng)
+wrong("9.3", c9.check_random_positions, "0..max_position-1",
+      lambda b, n, m, generator=None: random_positions(b, n, m, generator) + 1)
+wrong("9.3", c9.check_random_positions, "integer", lambda b, n, m, generator=None: random_positions(b, n, m, generator).float())
+
+
+def steps_ref(accs, threshold=0.99, window=10):
+    for step in range(window, len(accs) + 1):
+        if sum(accs[step - window : step]) / window >= threshold:
+            return step
+    return None
+
+
+def steps_numpy(accs, threshold=0.99, window=10):
+    means = np.convolve(np.asarray(accs, dtype=float), np.ones(window) / window, mode="valid")
+    hits = np.nonzero(means >= threshold - 1e-12)[0]
+    return int(hits[0]) + window if len(hits) else None
+
+
+right("10.3", c10.check_steps_to_threshold, steps_ref)
+right("10.3", c10.check_steps_to_threshold, steps_numpy)
+wrong("10.3", c10.check_steps_to_threshold, "Off by one", lambda a, t=0.99, w=10: (lambda s: None if s is None else s - 1)(steps_ref(a, t, w)))
+wrong("10.3", c10.check_steps_to_threshold, "first single batch",
+      lambda a, t=0.99, w=10: next((i + 1 for i, x in enumerate(a) if x >= t), None))
+wrong("10.3", c10.check_steps_to_threshold, "return None", lambda a, t=0.99, w=10: (lambda s: -1 if s is None else s)(steps_ref(a, t, w)))
+wrong("10.3", c10.check_steps_to_threshold, "compare with >=",
+      lambda a, t=0.99, w=10: next((i for i in range(w, len(a) + 1) if sum(a[i - w : i]) / w > t), None))
+wrong("10.3", c10.check_steps_to_threshold, "return None", lambda a, t=0.99, w=10: (lambda s: len(a) if s is None else s)(steps_ref(a, t, w)))
+wrong("10.3", c10.check_steps_to_threshold, "Use the window argument",
+      lambda a, t=0.99, w=10: steps_ref(a, t, 10))
+
+
 # ================================================================ mistakes no checker foresees
 # Wrong in an unusual way: the checker can only say where the result differs. These keep the
 # "specific hint" share honest (it is not 100 % by construction).

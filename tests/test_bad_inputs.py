@@ -317,7 +317,7 @@ bad(R, lambda: decoding.beam_search(MODEL, SRC[:1], 5, length_penalty=-1.0), Val
     "length_penalty must be a non-negative number")
 bad(R, lambda: decoding.reverse_strings(MODEL, ["a" * 13]), ValueError, "strings[0] must have at most max_len=12 letters")
 bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], batch_size=0), ValueError, "batch_size must be a positive int")
-bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], extra=0), ValueError, "extra must be an int >= 1")
+bad(R, lambda: decoding.reverse_strings(MODEL, ["ab"], extra=0), ValueError, "extra must be a positive int")
 bad(R, lambda: decoding.reverse_strings(MODEL, ["aB"]), ValueError, "strings[0]", "'B'")
 bad(R, lambda: decoding.sample_reversals(MODEL, "ab", n=0), ValueError, "n must be a positive int")
 bad(R, lambda: evaluation.exact_match([], []), ValueError, "predictions and targets must be non-empty")
@@ -457,6 +457,185 @@ bad(F_, lambda: pretrained.build_model({**pretrained.FAST_RECIPE, "model": {"d_m
 bad(F_, lambda: pretrained.train_reversal_model({"model": {}}, progress=False), ValueError, "recipe must have the keys")
 
 
+# ================================================================ issue 23: classes of bad input (helper "robust")
+# One block per class; each class has one rule in course_utils/validate.py (see its docstring).
+from course_utils import baselines, charlm, gpt  # noqa: E402
+
+GPT = gpt.DecoderOnly(gpt.DecoderOnlyConfig(30, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=16)).eval()
+CAUSAL4 = masks.causal_mask(4)
+IDS = torch.arange(60) % 5  # token ids 0..4
+NAN = float("nan")
+
+# ---------------------------------------------------------------- integral sizes: int, NumPy ints and 0-d integer
+# tensors count (operator.index); True/False and floats do not, whatever their value
+I_ = "integral sizes"
+bad(I_, lambda: masks.causal_mask(True), TypeError, "T must be a positive int", "bool True")
+bad(I_, lambda: masks.causal_mask(np.float64(4.0)), TypeError, "T must be a positive int", "float64")
+bad(I_, lambda: masks.causal_mask(torch.tensor(4.0)), TypeError, "T must be a positive int", "tensor")
+bad(I_, lambda: positional.sinusoidal_encoding(np.int64(4), 8.0), TypeError, "d_model must be a positive int")
+bad(I_, lambda: attention.MultiHeadAttention(np.int32(8), np.float32(2)), TypeError, "n_heads must be a positive int")
+bad(I_, lambda: schedules.warmup_cosine_lr(1, 1e-3, 2.0, 10), TypeError, "warmup must be an int")
+bad(I_, lambda: schedules.warmup_cosine_lr(1, 1e-3, np.int64(10), 10), ValueError, "warmup must be an int in [0, total=10)")
+bad(I_, lambda: decoding.reverse_strings(MODEL, ["ab"], extra=2.0), TypeError, "extra must be a positive int")
+bad(I_, lambda: evaluation.evaluate_by_length(lambda s: s, lengths=[np.float64(3)]), TypeError, "length must be a positive int")
+bad(I_, lambda: evaluation.evaluate_by_length(lambda s: s, lengths=[3], seed=1.5), TypeError, "seed must be an int")
+bad(I_, lambda: baselines.GRUConfig(29, d_embed=np.float64(8)), TypeError, "d_embed must be a positive int")
+bad(I_, lambda: baselines.GRUConfig(29, pad_id=np.int64(40)), ValueError, "pad_id must be an int in [0, 28]")
+bad(I_, lambda: charlm.lm_batch(IDS, 2.0, 4), TypeError, "batch_size must be a positive int")
+bad(I_, lambda: charlm.ngram_bits_per_char(IDS, IDS, 1.0, 5), TypeError, "order must be an int in [0, 2]")
+bad(I_, lambda: gpt.top_k_filter(torch.randn(2, 30), torch.tensor(True)), TypeError, "k must be a positive int")
+bad(I_, lambda: utils.set_seed(np.float64(1.0)), TypeError, "seed must be an int")
+bad(I_, lambda: _tc(steps=True), TypeError, "steps must be a positive int", "bool")
+
+# ---------------------------------------------------------------- NaN or infinity where it can only mean a bug:
+# a loss's logits, a sampling distribution, a decoder's memory (modules pass NaN through, as PyTorch does)
+N_ = "NaN or inf in data"
+bad(N_, lambda: training.masked_cross_entropy(torch.full((1, 3, 29), NAN), SRC[:1]), ValueError,
+    "logits must hold finite numbers", "87 NaN", "makes the loss NaN")
+bad(N_, lambda: training.masked_cross_entropy(torch.full((1, 3, 29), float("inf")), SRC[:1]), ValueError,
+    "logits must hold finite numbers", "87 infinite")
+bad(N_, lambda: gpt.sample_next(torch.full((1, 30), NAN)), ValueError, "logits must hold finite numbers or -inf", "NaN")
+bad(N_, lambda: gpt.sample_next(torch.full((1, 30), float("-inf"))), ValueError, "at least one value above -inf")
+bad(N_, lambda: gpt.filter_logits(torch.full((1, 30), NAN), top_k=3), ValueError, "logits must hold finite numbers or -inf")
+bad(N_, lambda: gpt.top_p_filter(torch.tensor([[0.0, NAN]]), 0.9), ValueError, "logits must hold finite numbers or -inf", "1 NaN")
+bad(N_, lambda: gpt.top_k_filter(torch.tensor([[0.0, NAN]]), 1), ValueError, "cannot be ranked")
+bad(N_, lambda: decoding.sampling_probs(torch.full((1, 29), NAN)), ValueError, "logits must hold finite numbers or -inf",
+    "token 0")
+bad(N_, lambda: decoding.sampling_probs(torch.tensor([[0.0, float("inf")]])), ValueError, "1 infinite")
+bad(N_, lambda: MODEL.decode(SRC, torch.full((2, 3, 8), NAN)), ValueError, "memory must hold finite numbers")
+bad(N_, lambda: analysis.attention_entropy(torch.full((1, 1, 3, 3), NAN)), ValueError, "weights has NaN or inf")
+bad(N_, lambda: analysis.alignment_score(W * NAN, REF), ValueError, "weights has NaN or inf")
+bad(N_, lambda: schedules.warmup_cosine_lr(1, NAN, 2, 10), ValueError, "peak_lr must be a positive number", "nan")
+bad(N_, lambda: _tc(lr=float("inf")), ValueError, "lr must be a positive number", "inf")
+
+# ---------------------------------------------------------------- sizes that do not fit: the error names the limit
+# and where it comes from (a table's max_len, the model's context, the data's length, this machine's devices)
+Z_ = "sizes that do not fit"
+bad(Z_, lambda: model.PositionwiseFeedForward(8, 16)(torch.randn(1, 3, 6)), ValueError, "x must have last dimension d_model=8")
+bad(Z_, lambda: model.EncoderBlock(8, 2, 16)(torch.randn(1, 3, 6)), ValueError, "last dimension d_model=8")
+bad(Z_, lambda: positional.SinusoidalPositionalEncoding(8, 4)(torch.randn(1, 6, 8)), ValueError, "exceeds max_len=4")
+bad(Z_, lambda: positional.apply_rope(torch.randn(1, 6, 8), *positional.rope_tables(4, 8)), ValueError, "max_len=4")
+bad(Z_, lambda: GPT(torch.zeros(1, 20, dtype=torch.long)), ValueError, "beyond max_len=16")
+bad(Z_, lambda: gpt.generate(GPT, torch.zeros(1, 10, dtype=torch.long), 20), ValueError, "exceeds the context window max_len=16")
+bad(Z_, lambda: charlm.lm_batch(torch.arange(8), 2, 8), ValueError, "block_size must be at most 7", "len(data) - 1")
+bad(Z_, lambda: charlm.lm_batch(torch.arange(8), 2, 20), ValueError, "block_size must be at most 7")
+bad(Z_, lambda: charlm.model_bits_per_char(GPT, torch.arange(5), 8), ValueError, "val_ids must hold at least block_size + 1 = 9")
+bad(Z_, lambda: charlm.model_bits_per_char(GPT, IDS, 32), ValueError, "block_size must be at most 16", "max_len")
+bad(Z_, lambda: charlm.train_val_ids("abc", charlm.CharVocab("abc"), 0.5), ValueError, "text must be long enough")
+bad(Z_, lambda: charlm.train_val_ids("abcdefgh", charlm.CharVocab("abcdefgh"), 1.0), ValueError, "val_fraction must be a number in (0, 1)")
+bad(Z_, lambda: masks.causal_mask(3, device="gpu"), ValueError, "device must be a device name", "'gpu'")
+bad(Z_, lambda: masks.causal_mask(3, device="cuda:7"), ValueError, "device must be a device this machine has")
+bad(Z_, lambda: masks.causal_mask(3, device=0.5), TypeError, "device must be a device name")
+bad(Z_, lambda: MODEL.decode(SRC, torch.randn(2, 3, 8, dtype=torch.float64)), TypeError,
+    "memory must have the model's dtype torch.float32", "float64")
+bad(Z_, lambda: positional.T5RelativeBias(2, n_buckets=32, max_distance=8), ValueError, "max_distance must be larger than the 8 exact")
+bad(Z_, lambda: positional.t5_bucket(torch.arange(4), bidirectional=False, n_buckets=8, max_distance=4), ValueError,
+    "max_distance must be larger than the 4 exact")
+bad(Z_, lambda: training.masked_cross_entropy(torch.randn(0, 3, 29), SRC[:0]), ValueError, "logits must not be empty")
+bad(Z_, lambda: data.make_batch([]), ValueError, "strings must be a non-empty list of str")
+bad(Z_, lambda: data.make_batch([""]), ValueError, "strings[0] is empty")
+
+# ---------------------------------------------------------------- right type, wrong meaning
+M_ = "right type, wrong meaning"
+bad(M_, lambda: evaluation.evaluate_by_length(lambda s: s, lengths=[]), ValueError, "lengths must hold at least one length")
+bad(M_, lambda: evaluation.exact_match("ab", "ab"), TypeError, "predictions must be a list of str", "['ab']")
+bad(M_, lambda: data.random_strings(3, 5, 2), ValueError, "min_len must be <= max_len")
+bad(M_, lambda: data.random_batch(3, 5, 2), ValueError, "min_len must be <= max_len")
+bad(M_, lambda: charlm.ngram_bits_per_char(torch.arange(50), IDS, 2, 5), ValueError, "train_ids must hold token ids in [0, 5)")
+bad(M_, lambda: charlm.ngram_bits_per_char(IDS, IDS + 3, 1, 5), ValueError, "val_ids must hold token ids in [0, 5)")
+bad(M_, lambda: charlm.ngram_bits_per_char(IDS, IDS, 2, 5, alpha=-1.0), ValueError, "alpha must be a non-negative number")
+bad(M_, lambda: charlm.ngram_bits_per_char(IDS[IDS < 4], IDS, 1, 5, alpha=0.0), ValueError,
+    "alpha must be > 0 when val_ids hold characters")
+bad(M_, lambda: charlm.ngram_bits_per_char(IDS, IDS, 3, 5), ValueError, "order must be an int in [0, 2]")
+bad(M_, lambda: charlm.ngram_bits_per_char(IDS, IDS[:1], 1, 5), ValueError, "val_ids must hold at least 2 tokens")
+bad(M_, lambda: charlm.lm_batch(torch.rand(20), 2, 4), TypeError, "data must hold integer token ids")
+bad(M_, lambda: charlm.train_val_ids("abc", "abc"), TypeError, "vocab must be a CharVocab")
+bad(M_, lambda: charlm.model_bits_per_char(MODEL, IDS, 8), TypeError, "model must be a DecoderOnly")
+bad(M_, lambda: charlm.model_bits_per_char(GPT, IDS + 40, 8), ValueError, "val_ids must hold token ids in [0, 30)")
+bad(M_, lambda: decoding.greedy_decode(MODEL, torch.zeros(2, 3, dtype=torch.long), 5), ValueError,
+    "src must hold at least one non-PAD token per row", "row 0")
+bad(M_, lambda: decoding.sample_decode(MODEL, torch.tensor([[3, 4], [0, 0]]), 5), ValueError, "only PAD in row 1")
+bad(M_, lambda: decoding.beam_search(MODEL, torch.zeros(1, 3, dtype=torch.long), 5), ValueError, "nothing to decode from")
+bad(M_, lambda: decoding.greedy_decode(MODEL, torch.full((1, 3), 99), 5), ValueError, "src must hold token ids in [0, 29)")
+bad(M_, lambda: gpt.generate(GPT, torch.full((1, 3), 99), 3), ValueError, "outside [0, 30)")
+bad(M_, lambda: gpt.generate(GPT, torch.zeros(1, 2, dtype=torch.long), 40), ValueError, "exceeds the context window")
+bad(M_, lambda: training.masked_cross_entropy(torch.randn(1, 3, 29), SRC[:1], label_smoothing=-0.1), ValueError,
+    "label_smoothing must be a number in [0, 1)")
+bad(M_, lambda: positional.random_positions(2, 6, 4), ValueError, "n must be <= max_position")
+
+# ---------------------------------------------------------------- masks of the opposite convention: the course's masks
+# keep (True = attend); PyTorch's attn_mask blocks. A causal mask with True above the diagonal is recognised.
+K_ = "mask convention"
+bad(K_, lambda: attention.scaled_dot_product_attention(Q, Q, Q, mask=~CAUSAL4[0]), ValueError,
+    "mask is True strictly above the diagonal", "keep-masks: True = may attend", "~mask")
+bad(K_, lambda: MHA(Q, mask=~CAUSAL4), ValueError, "PyTorch's convention")
+bad(K_, lambda: MHA(Q, mask=~CAUSAL4, need_weights=False), ValueError, "PyTorch's convention")
+bad(K_, lambda: model.EncoderBlock(8, 2, 16)(Q, ~CAUSAL4), ValueError, "PyTorch's convention")
+bad(K_, lambda: model.DecoderBlock(8, 2, 16)(Q, Q, ~CAUSAL4), ValueError, "PyTorch's convention")
+bad(K_, lambda: MODEL.decode(SRC, MODEL.encode(SRC), tgt_mask=~masks.causal_mask(3)), ValueError, "tgt_mask is True strictly")
+bad(K_, lambda: masks.combine_masks(~CAUSAL4, None), ValueError, "masks[0] is True strictly above the diagonal")
+bad(K_, lambda: attention.scaled_dot_product_attention(Q, Q, Q, mask=CAUSAL4.float()), TypeError,
+    "mask must be a boolean keep-mask (True = attend")
+bad(K_, lambda: attention.scaled_dot_product_attention(Q, Q, Q, mask=CAUSAL4.long()), TypeError, "got dtype torch.int64")
+
+# ---------------------------------------------------------------- notebook markers and non-chapter notebooks
+B_, E_ = student.BEGIN, student.END
+MK = "notebook markers"
+(TMP / "intro.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+(TMP / "01_bad.ipynb").write_text(
+    '{"cells": [{"cell_type": "code", "id": "a1", "metadata": {}, "source": "x = 1\\n### END SOLUTION", '
+    '"outputs": [], "execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+bad(MK, lambda: student.stub_source(f"{B_}\nx\n{B_}\n{E_}"), ValueError, "found '### BEGIN SOLUTION' twice")
+bad(MK, lambda: student.stub_source(f"x\n{E_}"), ValueError, "without '### BEGIN SOLUTION'")
+bad(MK, lambda: student.stub_source(f"{B_}\nx"), ValueError, "has no matching '### END SOLUTION'")
+bad(MK, lambda: student.stub_source("## BEGIN SOLUTION\nx\n### END SOLUTION"), ValueError, "line 1", "looks like a solution marker")
+bad(MK, lambda: student.stub_source(f"{B_}\nx\n### end solution"), ValueError, "line 3", "write exactly")
+bad(MK, lambda: student.make_student_copy(TMP / "01_bad.ipynb", TMP / "out" / "01_bad.ipynb"), ValueError,
+    "01_bad.ipynb, cell 0 (id a1)", "without '### BEGIN SOLUTION'")
+bad(MK, lambda: student.chapter_path(TMP / "intro.ipynb"), ValueError, "chapter must be a course chapter in chapters/")
+bad(MK, lambda: student.chapter_path(TMP / "01_bad.ipynb"), ValueError, "chapter must be a course chapter", "01_bad.ipynb")
+bad(MK, lambda: student.stub_source(["x"]), TypeError, "source must be a str")
+
+
+# integral sizes, accepted: each call with NumPy or 0-d tensor integers equals the call with plain ints
+ACCEPT: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
+    ("causal_mask", lambda: masks.causal_mask(np.int64(3)), lambda: masks.causal_mask(3)),
+    ("causal_mask 0-d", lambda: masks.causal_mask(torch.tensor(3)), lambda: masks.causal_mask(3)),
+    ("sinusoidal", lambda: positional.sinusoidal_encoding(np.int32(4), np.int64(8)), lambda: positional.sinusoidal_encoding(4, 8)),
+    ("warmup_cosine_lr", lambda: schedules.warmup_cosine_lr(np.int64(5), 1e-3, np.int64(2), np.int64(10)),
+     lambda: schedules.warmup_cosine_lr(5, 1e-3, 2, 10)),
+    ("vaswani_lr", lambda: schedules.vaswani_lr(np.int64(5), np.int64(512)), lambda: schedules.vaswani_lr(5, 512)),
+    ("mha_params", lambda: counting.mha_params(np.int32(4)), lambda: counting.mha_params(4)),
+    ("decode", lambda: data.decode(np.array([3, 4, 2])), lambda: data.decode([3, 4, 2])),
+    ("random_strings", lambda: data.random_strings(np.int64(3), np.int64(2), np.int64(4), torch.Generator().manual_seed(0)),
+     lambda: data.random_strings(3, 2, 4, torch.Generator().manual_seed(0))),
+    ("evaluate_by_length", lambda: evaluation.evaluate_by_length(lambda s: [x[::-1] for x in s], np.arange(3, 5), np.int64(4), np.int64(1)),
+     lambda: evaluation.evaluate_by_length(lambda s: [x[::-1] for x in s], [3, 4], 4, 1)),
+    ("reverse_strings", lambda: decoding.reverse_strings(MODEL, ["ab"], np.int64(4), np.int64(2)),
+     lambda: decoding.reverse_strings(MODEL, ["ab"], 4, 2)),
+    ("GRUConfig", lambda: baselines.GRUConfig(np.int64(29), np.int64(8), np.int64(8)),
+     lambda: baselines.GRUConfig(29, 8, 8)),
+    ("TrainConfig", lambda: _tc(steps=np.int64(4), warmup=np.int64(1)), lambda: _tc(steps=4, warmup=1)),
+    ("ngram", lambda: charlm.ngram_bits_per_char(IDS, IDS, np.int64(2), np.int64(5)), lambda: charlm.ngram_bits_per_char(IDS, IDS, 2, 5)),
+    ("set_seed", lambda: utils.set_seed(np.int64(3)).initial_seed(), lambda: utils.set_seed(3).initial_seed()),
+    ("top_k_filter", lambda: gpt.top_k_filter(torch.arange(30.0)[None], torch.tensor(3)), lambda: gpt.top_k_filter(torch.arange(30.0)[None], 3)),
+]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
+    if hasattr(a, "__dataclass_fields__"):  # a config: equal fields, and plain ints stored
+        return vars(a) == vars(b) and all(type(vars(a)[k]) is type(vars(b)[k]) for k in vars(a))
+    return a == b
+
+
+@pytest.mark.parametrize("case", ACCEPT, ids=[c[0] for c in ACCEPT])
+def test_integral_sizes_of_any_kind_are_accepted(case: tuple[str, Callable[[], Any], Callable[[], Any]]) -> None:
+    _, call, plain = case
+    assert _same(call(), plain())
+
+
 def _run(row: Row) -> BaseException | None:
     try:
         row[1]()
@@ -511,5 +690,5 @@ def counts() -> dict[str, tuple[int, int]]:
 if __name__ == "__main__":
     c = counts()
     for kind, (n, ok) in c.items():
-        print(f"{kind:>22}: {ok} / {n} clear errors")
-    print(f"{'all bad inputs':>22}: {sum(ok for _, ok in c.values())} / {sum(n for n, _ in c.values())} clear errors")
+        print(f"{kind:>25}: {ok} / {n} clear errors")
+    print(f"{'all bad inputs':>25}: {sum(ok for _, ok in c.values())} / {sum(n for n, _ in c.values())} clear errors")

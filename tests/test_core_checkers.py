@@ -163,3 +163,52 @@ def test_integers_are_printed_exactly() -> None:
 def test_close_floats_get_enough_digits_to_differ() -> None:
     with pytest.raises(CheckFailed, match=r"got 0\.500013, expected 0\.5\b"):
         expect_close(torch.tensor([0.500013]), torch.tensor([0.5]), "x", atol=1e-6, rtol=0)
+
+
+# --- messages a learner tripped over (issue 20, item 8) -------------------------------------------------
+
+def test_equal_infinities_count_as_equal_and_the_real_difference_is_reported() -> None:
+    want = torch.tensor([[0.5, float("-inf"), 0.25], [float("-inf"), 1.0, 2.0]])
+    got = want.clone()
+    got[1, 2] = 2.5  # the one real difference
+    with pytest.raises(CheckFailed) as failure:
+        expect_close(got, want, "scores")
+    message = str(failure.value)
+    assert "largest difference 0.5 at index (1, 2)" in message and "got 2.5, expected 2" in message
+    assert "inf" not in message
+    expect_close(want.clone(), want, "scores")  # -inf == -inf everywhere: passes
+
+
+def test_infinity_on_one_side_only_is_the_largest_difference() -> None:
+    want = torch.tensor([0.0, 1.0])
+    with pytest.raises(CheckFailed, match=r"largest difference inf at index \(1,\) \(got -inf, expected 1\)"):
+        expect_close(torch.tensor([0.0, float("-inf")]), want, "x")
+
+
+def test_no_memory_address_and_no_garbled_argument_list() -> None:
+    p = torch.nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.SGD([p], lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    assert describe(optimizer) == "a SGD optimizer" and describe(scheduler) == "a LambdaLR scheduler"
+    assert describe(object()) == "a object" and describe(torch.Generator()) == "a torch.Generator"
+
+    def crash(opt, sched):
+        raise RuntimeError(f"bad {opt!r}")  # the learner's error message holds an address too
+
+    @checker("0.4", "addresses")
+    def check_addresses(fn) -> None:
+        call_student(fn, optimizer, scheduler, what="train_step")
+
+    message = check_addresses(crash).message
+    assert "0x" not in message and "(called with a SGD optimizer, a LambdaLR scheduler)" in message
+
+
+def test_messages_agree_in_number_and_spell_tokens_as_letters() -> None:
+    from course_utils.exercises.core import _verb, spell
+
+    assert _verb("the generated tokens") == "are" and _verb("the parameters after step 1") == "are"
+    assert _verb("my_alibi_bias(slopes, q_pos, k_pos)") == "is" and _verb("the loss") == "is"
+    with pytest.raises(CheckFailed, match="the generated tokens are not right"):
+        expect_close(torch.ones(2), torch.zeros(2), "the generated tokens", {"Hint.": torch.ones(2)})
+    assert spell([5, 4, 3, 2, 0, 0]) == "'cba' EOS PAD PAD"
+    assert spell(torch.tensor([1, 3, 99])) == "SOS 'a' <id 99>"

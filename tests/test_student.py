@@ -179,3 +179,63 @@ def test_show_solution_prints_the_code(capsys: pytest.CaptureFixture[str]) -> No
     for bad, message in (("1", "must look like '1.2'"), ("1.9", "has exercises 1.1 to 1.5, got '1.9'")):
         with pytest.raises(ValueError, match=message):
             solution_source(bad)
+
+
+# --- malformed markers, non-chapter notebooks, no terminal (issue 23) -----------------------------------
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [(f"{BEGIN}\nx\n{BEGIN}\ny\n{END}", "twice"),  # nested BEGIN
+     (f"x = 1\n{END}", "without"),  # END without BEGIN
+     (f"{BEGIN}\nx = 1", "no matching"),  # BEGIN without END
+     ("## BEGIN SOLUTION\nx = 1\n### END SOLUTION", "looks like a solution marker"),
+     ("### begin solution\nx = 1\n### END SOLUTION", "looks like a solution marker"),
+     (f"{BEGIN}\nx = 1\n#END SOLUTION", "looks like a solution marker")],
+)
+def test_malformed_markers_are_errors_that_name_the_line(source: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        stub_source(source)
+
+
+def _notebook(path: Path, sources: list[str]) -> Path:
+    cells = [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "source": s, "outputs": [],
+              "execution_count": None} for i, s in enumerate(sources)]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
+                    encoding="utf-8")
+    return path
+
+
+def test_student_copy_names_the_cell_with_a_bad_marker(tmp_path: Path) -> None:
+    # an END alone in a cell has no BEGIN in that cell: it was skipped silently before
+    src = _notebook(tmp_path / "01_x.ipynb", ["x = 1", f"y = 2\n{END}"])
+    with pytest.raises(ValueError, match=r"01_x.ipynb, cell 1 \(id c1\): found '### END SOLUTION' without"):
+        make_student_copy(src, tmp_path / "out" / "01_x.ipynb")
+
+
+def test_only_course_chapters_get_student_copies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = _notebook(tmp_path / "intro.ipynb", ["x = 1"])
+    with pytest.raises(SystemExit):
+        main([str(other), "--out", str(tmp_path / "out")])
+    assert "must be course chapters in chapters/" in capsys.readouterr().err
+    copy = tmp_path / CHAPTER.name
+    copy.write_text(CHAPTER.read_text(encoding="utf-8"), encoding="utf-8")  # a chapter outside chapters/
+    with pytest.raises(SystemExit):
+        main([str(copy), "--out", str(tmp_path / "out")])
+    with pytest.raises(ValueError, match="chapter must be a course chapter in chapters/"):
+        chapter_path(copy)
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_terminal_says_why_and_how_to_force(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    mine = tmp_path / CHAPTER.name
+    mine.write_text("my work", encoding="utf-8")
+    assert not reset_chapter("01", tmp_path)
+    out = capsys.readouterr().out
+    assert "no terminal to ask" in out and "FORCE=1" in out and "--force" in out
+    main([str(CHAPTER), "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "no terminal to ask" in out and "--force" in out and mine.read_text(encoding="utf-8") == "my work"
+    assert reset_chapter("01", tmp_path, force=True)
+    assert "raise NotImplementedError" in mine.read_text(encoding="utf-8")

@@ -58,3 +58,71 @@ def test_check_broadcast() -> None:
         check_broadcast("mask", (3, 4), (2, 4), "the scores")
     with pytest.raises(ValueError, match="does not broadcast"):  # would grow the target
         check_broadcast("mask", (5, 2, 4), (2, 4), "the scores")
+
+
+# --- one rule per class of bad input (issue 23) ---------------------------------------------------------
+import numpy as np  # noqa: E402
+
+from course_utils.validate import (  # noqa: E402
+    as_index,
+    check_device,
+    check_finite,
+    check_fits,
+    check_int,
+    check_keep_mask_convention,
+    check_order,
+)
+
+
+def test_integral_sizes_follow_operator_index() -> None:
+    for value in (3, np.int8(3), np.int64(3), np.uint16(3), torch.tensor(3), torch.tensor(3, dtype=torch.int32)):
+        assert as_index(value) == 3 and type(check_int("n", value, low=1)) is int
+    for value in (True, np.bool_(True), torch.tensor(True), 3.0, np.float64(3.0), torch.tensor(3.0), "3", None,
+                  torch.tensor([3])):
+        assert as_index(value) is None
+        with pytest.raises(TypeError, match="n must be a positive int, got"):
+            check_int("n", value, low=1)
+
+
+def test_check_finite_says_what_and_where() -> None:
+    x = torch.tensor([[0.0, 1.0], [float("nan"), float("inf")]])
+    with pytest.raises(ValueError, match=r"x must hold finite numbers, got 1 NaN and 1 infinite value\(s\) "
+                                         r"\(first at index \(1, 0\)\); look upstream"):
+        check_finite("x", x, "look upstream")
+    masked = torch.tensor([[0.0, float("-inf")]])
+    assert check_finite("x", masked, allow_neg_inf=True) is masked
+    with pytest.raises(ValueError, match="at least one value above -inf in every row"):
+        check_finite("x", torch.full((2, 3), float("-inf")), allow_neg_inf=True)
+    with pytest.raises(ValueError, match="finite numbers or -inf, got 0 NaN and 1 infinite"):
+        check_finite("x", torch.tensor([float("inf"), 0.0]), allow_neg_inf=True)
+    assert check_finite("ids", torch.tensor([1, 2])).dtype == torch.int64  # integers cannot be NaN
+
+
+def test_order_fits_and_device() -> None:
+    check_order("min_len", 2, "max_len", 2)
+    with pytest.raises(ValueError, match="min_len must be <= max_len, got min_len=5 and max_len=2"):
+        check_order("min_len", 5, "max_len", 2)
+    assert check_fits("T", 4, 4, "max_len") == 4
+    with pytest.raises(ValueError, match=r"T must be at most 4 \(the table's max_len\), got 5"):
+        check_fits("T", 5, 4, "the table's max_len")
+    assert check_device("device", "cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="device must be a device name such as 'cpu', 'cuda' or 'cuda:0', got 'gpu'"):
+        check_device("device", "gpu")
+    with pytest.raises(ValueError, match="device must be a device this machine has, got 'cuda:99'"):
+        check_device("device", "cuda:99")
+    with pytest.raises(TypeError, match="device must be a device name"):
+        check_device("device", 0)
+
+
+def test_keep_mask_convention() -> None:
+    keep = torch.ones(4, 4, dtype=torch.bool).tril()
+    assert check_keep_mask_convention("mask", keep) is keep
+    for blocked in (~keep, (~keep).view(1, 1, 4, 4), (~keep).expand(2, 3, 4, 4)):
+        with pytest.raises(ValueError, match=r"mask is True strictly above the diagonal.*True = may attend.*~mask"):
+            check_keep_mask_convention("mask", blocked)
+    with pytest.raises(ValueError, match="PyTorch's convention"):
+        check_bool_mask("mask", ~keep)
+    assert check_bool_mask("mask", ~keep, convention=False) is not None  # displays accept any mask
+    padding = torch.tensor([[True, True, False, False]])  # cannot be told apart: passes
+    assert check_keep_mask_convention("mask", padding) is padding
+    assert check_keep_mask_convention("mask", torch.zeros(1, 1, dtype=torch.bool)) is not None  # 1 x 1: nothing to tell

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
-from .core import CheckFailed, call_student, call_student_without, checker, expect_close, expect_tensor
+from .core import CheckFailed, call_student, call_student_without, checker, close, expect_close, expect_tensor
 
 __all__ = ["check_heads", "check_mha", "check_scaled_attention", "check_softmax"]
 
@@ -70,6 +70,9 @@ def check_softmax(fn: Callable[[Tensor], Tensor]) -> str:
                 x / x.sum(dim=-1, keepdim=True),
             "Subtract each row's maximum, not its minimum: x - min(x) is still huge for a wide row and exp "
             "overflows.": _naive_softmax(x - x.min(dim=-1, keepdim=True).values),
+            "Divide by each row's sum (e.sum(dim=-1, keepdim=True)), not by the sum over the whole tensor: "
+            "every row must sum to 1.":
+                (lambda e: e / e.sum())((x - x.max(dim=-1, keepdim=True).values).exp()),
             "Normalise by the sum of the exponentials (e / e.sum(...)), not by their maximum.":
                 (lambda e: e / e.max(dim=-1, keepdim=True).values)((x - x.max(dim=-1, keepdim=True).values).exp()),
         }
@@ -171,6 +174,10 @@ def check_scaled_attention(fn: Callable[..., Any]) -> str:
         if mask is None:
             variants = {h: kw for h, kw in variants.items() if "mask" not in h.lower()}
         wrong = {hint: _attention_variant(q, k, v, mask, **kw) for hint, kw in variants.items()}
+        if mask is not None:
+            wrong["The mask was ignored: masked keys still get weight. Set their scores to -inf (where mask is "
+                  "False) before the softmax."] = _attention_variant(q, k, v, None, math.sqrt(d_k))
+        _expect_order(out, weights, want_out, want_w, "my_attention")
         expect_tensor(weights, f"weights {where}", want_w.shape)
         expect_close(weights, want_w, f"weights {where}", {h: w[1] for h, w in wrong.items()})
         expect_close(out, want_out, f"output {where}", {h: w[0] for h, w in wrong.items()})
@@ -293,11 +300,22 @@ def check_mha(cls: Callable[[int, int], nn.Module]) -> str:
         if not isinstance(got, tuple) or len(got) != 2:
             raise CheckFailed(f"MyMHA.forward should return a tuple (output, weights), got {type(got).__name__}")
         out, weights = got
+        _expect_order(out, weights, want_out, want_w, "MyMHA.forward")
+        if mask is not None:
+            wrong["The mask was ignored: a causal mask must stop each query from attending to later "
+                  "positions. Pass it on to the attention and fill the scores where it is False with -inf."] = (
+                _wrong_mha(ref, x, None, "none"))
         what = f"for d_model={d_model}, n_heads={h}" + (" with a causal mask" if masked else "")
         expect_tensor(weights, f"weights {what}", want_w.shape)
         expect_close(weights, want_w, f"weights {what}", {hnt: w[1] for hnt, w in wrong.items()})
         expect_close(out, want_out, f"output {what}", {hnt: w[0] for hnt, w in wrong.items()})
     return "Same outputs and per-head weights as course_utils.attention.MultiHeadAttention."
+
+
+def _expect_order(out: object, weights: object, want_out: Tensor, want_w: Tensor, what: str) -> None:
+    """Fail with a hint when the pair comes back as (weights, output) instead of (output, weights)."""
+    if isinstance(out, Tensor) and isinstance(weights, Tensor) and close(out, want_w) and close(weights, want_out):
+        raise CheckFailed(f"{what} returned (weights, output): return them in the order (output, weights).")
 
 
 def _describe_layer(layer: object) -> str:

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from ..norm import masked_feature_stats, residual_sublayer
 from ..schedules import vaswani_lr
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
 
 __all__ = ["check_layer_norm", "check_masked_stats", "check_residual_sublayer", "check_vaswani_lr"]
 
@@ -62,9 +62,13 @@ def check_layer_norm(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]) -> s
                 _ln(x, gamma, beta, eps, swap=True),
             "Divide by the standard deviation sqrt(var + eps), not by the variance.":
                 _ln(x, gamma, beta, eps, no_sqrt=True),
+            "Normalise each token over its own features (mean and var over dim=-1, keepdim=True), not over "
+            "the whole tensor.": gamma * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + beta,
         }
         if eps != 1e-5:
             mistakes["Use the eps argument: your result matches a fixed eps = 1e-5."] = _ln(x, gamma, beta, 1e-5)
+        mistakes["Did you forget eps? Divide by sqrt(var + eps): eps keeps a token with (almost) no variance "
+                 "from blowing up."] = _ln(x, gamma, beta, 0.0)
         if x.dim() > 1 and x.shape[0] > 1:
             mistakes["Normalise each token over its features (dim=-1), not over the batch (dim=0)."] = (
                 _ln(x, gamma, beta, eps, dim=0)
@@ -163,6 +167,10 @@ def check_vaswani_lr(fn: Callable[[int, int, int], float]) -> str:
         "Check the warm-up exponent: the rising part is step * warmup^-1.5, not warmup^-0.5.": {"warm_exp": -0.5},
         "Check the decay exponent: after warm-up lr falls like step^-0.5 (inverse square root).": {"decay_exp": -1.5},
         "Did you forget the factor d_model^-0.5 in front?": {"scaled": False},
+        "Check the sign of the warm-up exponent: the rising part is step * warmup^-1.5 (minus 1.5).":
+            {"warm_exp": 1.5},
+        "Check the sign of the decay exponent: after warm-up lr falls like step^-0.5 (minus 0.5).":
+            {"decay_exp": 0.5},
         "Use min, not max: the schedule is the smaller of the two pieces.": {"pick": max},
     }
     hard_coded = {
@@ -203,6 +211,8 @@ def check_masked_stats(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]) ->
         flat, n = x.reshape(-1, d), keep.sum()
         mean_wrong_count = (x * keep[..., None]).sum((0, 1)) / (B * T)
         what = f"on lengths {lengths} padded to T={T}"
+        if all(isinstance(t, Tensor) for t in got) and close(got[0], var) and close(got[1], mean):
+            raise CheckFailed("my_masked_stats returned (var, mean): return them in the order (mean, var).")
         expect_tensor(got[0], f"the mean {what}", (d,))
         expect_close(got[0], mean, f"the mean {what}", {
             "The mean includes the pad positions: average over the real tokens only (x[keep]).": flat.mean(0),

@@ -66,6 +66,8 @@ def check_causal_mask(fn: Callable[[int], Tensor]) -> str:
                 full.triu(1).view(1, 1, T, T),
             "It masks nothing: every query sees the future. Keep only the lower triangle (tril).":
                 full.view(1, 1, T, T),
+            "It is shifted by one: each query also sees the next key. Use tril() with diagonal=0, not 1.":
+                full.tril(1).view(1, 1, T, T),
         })
     return "Lower triangle including the diagonal, shape (1, 1, T, T)."
 
@@ -171,6 +173,8 @@ def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
             "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the queries.":
                 torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0).masked_fill(~m, 0.0),
             "The mask was ignored: masked keys still get weight.": torch.softmax(s, dim=-1),
+            "Divide by each row's sum (dim=-1, keepdim=True), not by the sum over the whole tensor: every "
+            "row with a kept key must sum to 1.": (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()),
         })
     return "Kept rows sum to 1 and fully masked rows are zeros, like course_utils.attention."
 

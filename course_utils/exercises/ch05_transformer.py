@@ -257,6 +257,8 @@ def check_embed(fn: Callable[..., Tensor]) -> str:
                         (e + pe[:T]) * math.sqrt(d_model),
                     "Positions start at 0: add pe[:T], not pe[1:T + 1].": e * math.sqrt(d_model) + pe[1 : T + 1]
                     if T < pe.shape[0] else want * float("nan"),
+                    "The positional table is indexed by token id (pe[tokens]): index it by position, "
+                    "pe[:T], the same rows for every sequence.": e * math.sqrt(d_model) + pe[tokens],
                 }
                 if d_model != 16:
                     mistakes["Read d_model from the embedding (embedding.embedding_dim): your scale is a fixed "

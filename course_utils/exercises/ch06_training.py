@@ -22,7 +22,7 @@ from ..model import Transformer, TransformerConfig
 from ..pretrained import load_reversal_model
 from ..schedules import warmup_cosine_lr
 from ..training import warmup_cosine_scheduler
-from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor, spell
 
 _STRINGS = (["abc", "hello", "q"], ["xyz"], ["reverse", "me", "please", "now"])
 
@@ -201,6 +201,7 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
     model = _tiny_model(1)
     gen = torch.Generator().manual_seed(0)
     batch_steps: list[object] = []
+    optimizers: list[object] = []
     calls: list[tuple[int, int, float]] = []  # (id(optimizer), id(scheduler), learning rate) per call
 
     def batch_fn(step: object) -> tuple[Tensor, Tensor, Tensor]:
@@ -222,6 +223,7 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
         trained = {id(p) for group in optimizer.param_groups for p in group["params"]}
         if any(id(p) not in trained for p in model.parameters()):
             raise CheckFailed("the optimizer does not hold all of the model's parameters: use model.parameters().")
+        optimizers.append(optimizer)
         calls.append((id(optimizer), id(scheduler), optimizer.param_groups[0]["lr"]))
         return reference_train_step(model_, optimizer, scheduler, batch, clip)
 
@@ -260,6 +262,21 @@ def check_train_loop(fn: Callable[..., Sequence[float]]) -> str:
             f"{_LOOP_LR}: got {lrs[0]:.3g}, {lrs[1]:.3g}, ... for steps 1, 2, ... (expected {want_lrs[0]:.3g}, "
             f"{want_lrs[1]:.3g}, ...). Use warmup_cosine_scheduler(optimizer, warmup, steps)."
         )
+    if batch_steps != list(range(1, _LOOP_STEPS + 1)):
+        shown = ", ".join(repr(s) for s in batch_steps[:3])
+        hint = ("they count from 0: use range(1, steps + 1)" if batch_steps == list(range(_LOOP_STEPS))
+                else "pass the step number")
+        raise CheckFailed(
+            f"batch_fn received the steps {shown}, ...; it should receive 1, 2, ..., {_LOOP_STEPS}: {hint}."
+        )
+    optimizer = optimizers[0]
+    if type(optimizer) is not torch.optim.Adam:
+        raise CheckFailed(f"the optimizer is {type(optimizer).__name__}; the exercise asks for "
+                          "torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98)).")
+    betas = tuple(optimizer.param_groups[0]["betas"])
+    if betas != (0.9, 0.98):
+        raise CheckFailed(f"Adam's betas are {betas}; the paper uses betas=(0.9, 0.98): with PyTorch's default "
+                          "beta2 = 0.999 the squared-gradient average remembers ten times as many steps.")
     if isinstance(losses, Tensor) or not isinstance(losses, Sequence):
         raise CheckFailed(f"train should return a list with one loss per step, got {type(losses).__name__}.")
     if len(losses) != _LOOP_STEPS:
@@ -380,8 +397,8 @@ def _check_greedy(fn: Callable[[nn.Module, Tensor, int], Tensor], what: str, cac
                     raise CheckFailed(f"{what} on {strings} is not right. {hint}")
             row = int((_pad_to(got, max_len) != _pad_to(want, max_len)).any(1).nonzero()[0])
             raise CheckFailed(
-                f"{what} on {strings} (max_len={max_len}) gives {got[row].tolist()} for {strings[row]!r}, "
-                f"expected {want[row].tolist()} (the reversal, then EOS={EOS_ID}, then PAD={PAD_ID})."
+                f"{what} on {strings} (max_len={max_len}) gives {spell(got[row])} for {strings[row]!r}, "
+                f"expected {spell(want[row])} (the reversal, then EOS, then PAD)."
             )
         if not cached:
             continue

@@ -71,6 +71,12 @@ def _alignment_mistakes(weights: Tensor, lengths: Tensor) -> dict[str, Tensor]:
         "Average over all (example, step) pairs together, not per example first: longer strings "
         "have more steps and should weigh more.":
             per_example,
+        "Divide the summed mass by the number of counted steps (the sum of the lengths), not by B * T_q: "
+        "padding steps are not counted.":
+            _mass_at(weights, ref) * lengths.sum() / (B * T_q),
+        "Divide the summed mass by the number of counted steps (the sum of the lengths), not by the batch "
+        "size B.": _mass_at(weights, ref) * lengths.sum() / B,
+        "Average the mass over the counted steps (mean), do not sum it.": _mass_at(weights, ref) * lengths.sum(),
     }
 
 
@@ -125,6 +131,11 @@ def check_entropy(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
             "Use the natural logarithm (nats), not log10.": want / math.log(10),
             "A row's entropy is the sum of -p log p over its keys, not the mean over keys.":
                 want / weights.shape[-1],
+            "The query mask is inverted: query_mask is True on the rows that count, so average "
+            "rows_all[query_mask], not the padding rows.": rows_all.permute(0, 2, 1)[~query_mask].mean(0)
+            if (~query_mask).any() else want * float("nan"),
+            "Keep one entropy per head: average over the examples and rows only, not over the heads too.":
+                want.mean().expand_as(want),
         }
         expect_close(got, want, f"my_entropy on weights of shape {tuple(weights.shape)}", mistakes)
     one_hot = torch.zeros(1, 2, 3, 5)

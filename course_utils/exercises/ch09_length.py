@@ -105,6 +105,12 @@ def check_random_positions(fn: Callable[..., Tensor]) -> str:
             f"position {worst} is used in {100 * share[worst]:.0f} % of rows; a uniform random subset uses "
             "every position in n/max_position = 30 % of them. Are some positions never drawn?"
         )
+    again = [call_student(fn, 50, 6, 20, generator=torch.Generator().manual_seed(5), what="my_random_positions")
+             for _ in range(2)]
+    if not torch.equal(torch.as_tensor(again[0]), torch.as_tensor(again[1])):
+        raise CheckFailed("two calls with generators seeded alike gave different positions: draw with the "
+                          "generator argument (torch.rand(..., generator=generator) or torch.randperm(..., "
+                          "generator=generator)), not the global random state.")
     one = call_student(fn, 1, 20, 20, generator=g, what="my_random_positions")
     if not torch.equal(expect_tensor(one, "my_random_positions(1, 20, 20, generator)", (1, 20))[0], torch.arange(20)):
         raise CheckFailed("with n == max_position every position must be used once, in order.")

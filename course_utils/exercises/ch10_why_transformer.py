@@ -119,6 +119,10 @@ def check_steps_to_threshold(fn: Callable[..., int | None]) -> None:
         if got == first_single:
             raise CheckFailed(f"You stopped at the first single batch above the threshold (step {got}); "
                               f"average the last {window} values first: one lucky batch is not learning.")
+        if window != 10 and got == reference_steps_to_threshold(accs, threshold, 10):
+            raise CheckFailed(f"Use the window argument (here {window}): your answer matches a fixed window of 10.")
+        if threshold != 0.99 and got == reference_steps_to_threshold(accs, 0.99, window):
+            raise CheckFailed(f"Use the threshold argument (here {threshold}): your answer matches a fixed 0.99.")
         raise CheckFailed(f"steps_to_threshold(...) returned {got!r} where {want!r} was expected "
                           f"(threshold {threshold}, window {window}, {len(accs)} values).")
 

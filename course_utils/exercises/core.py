@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -80,6 +81,7 @@ def checker(exercise: str, title: str) -> Callable[[Callable[P, str | None]], Ca
             else:
                 tail = f" {extra}" if extra else ""
                 result = CheckResult(exercise, True, f"{PASS} {label}: all checks passed.{tail}")
+            result.message = _ADDRESS.sub("", result.message)  # never a memory address in a message
             print(result.message)
             return result
 
@@ -87,6 +89,9 @@ def checker(exercise: str, title: str) -> Callable[[Callable[P, str | None]], Ca
         return run
 
     return wrap
+
+
+_ADDRESS = re.compile(r" (?:object )?at 0x[0-9a-fA-F]+")
 
 
 def _one_line(error: BaseException, limit: int = 200) -> str:
@@ -106,10 +111,45 @@ def describe(x: Any) -> str:
         return "(" + ", ".join(describe(v) for v in x) + ")"
     if isinstance(x, type):
         return f"the class {x.__name__}"
+    if isinstance(x, torch.optim.Optimizer):
+        return f"a {type(x).__name__} optimizer"
+    if isinstance(x, torch.optim.lr_scheduler.LRScheduler):
+        return f"a {type(x).__name__} scheduler"
+    if isinstance(x, torch.Generator):
+        return "a torch.Generator"
     if callable(x):
         return f"the function {getattr(x, '__name__', type(x).__name__)}"
-    text = repr(x).splitlines()[0] if repr(x) else repr(x)
+    text = repr(x)
+    if "\n" in text.strip() or _ADDRESS.search(text) or not text:  # a multi-line or default repr: name the type
+        return f"a {type(x).__name__}"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def spell(ids: Any) -> str:
+    """Token ids of the reversal vocabulary as letters, for messages: [5, 4, 3, 2, 0] -> "'cba' EOS PAD"."""
+    from course_utils.data import EOS_ID, PAD_ID, SOS_ID, VOCAB_SIZE  # late: data imports nothing from here
+
+    if isinstance(ids, Tensor):
+        ids = ids.tolist()
+    words, letters = [], ""
+    for i in ids:
+        if isinstance(i, int) and 3 <= i < VOCAB_SIZE:
+            letters += chr(ord("a") + i - 3)
+            continue
+        if letters:
+            words.append(repr(letters))
+            letters = ""
+        words.append({SOS_ID: "SOS", EOS_ID: "EOS", PAD_ID: "PAD"}.get(i, f"<id {i}>"))
+    if letters:
+        words.append(repr(letters))
+    return " ".join(words) if words else "nothing"
+
+
+def _verb(what: str) -> str:
+    """ "is" or "are" for the head noun of ``what`` ("the generated tokens" -> "are")."""
+    head = re.split(r" (?:after|on|for|of|at|with|in) |\(", what, maxsplit=1)[0].strip().split(" ")[-1]
+    plural = head.endswith("s") and not head.endswith(("ss", "us", "is")) and head.isalpha()
+    return "are" if plural else "is"
 
 
 def _snapshot(args: tuple[Any, ...], kwargs: dict[str, Any], fn: Any) -> list[tuple[str, Tensor, Tensor]]:
@@ -257,11 +297,13 @@ def expect_close(
         return
     for hint, wrong in (mistakes or {}).items():
         if close(got, wrong, atol, rtol):
-            raise CheckFailed(f"{what} is not right. {hint}")
+            raise CheckFailed(f"{what} {_verb(what)} not right. {hint}")
     if torch.isnan(got).any() and not torch.isnan(want).any():
         raise CheckFailed(f"{what} contains NaN where the reference has numbers.")
-    diff = (got.detach().double() - want.detach().double()).abs()
-    diff = torch.nan_to_num(diff, nan=float("inf"))  # NaN in either tensor counts as the largest difference
+    g_all, w_all = got.detach().double(), want.detach().double()
+    same = (g_all == w_all) | (torch.isnan(g_all) & torch.isnan(w_all))  # -inf == -inf counts as equal
+    diff = (g_all - w_all).abs().masked_fill(same, 0.0)
+    diff = torch.nan_to_num(diff, nan=float("inf"), posinf=float("inf"))  # NaN or inf on one side only: largest
     where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
     g, w = float(got[where].item()), float(want[where].item())
     raise CheckFailed(
