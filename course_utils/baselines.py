@@ -115,7 +115,7 @@ class GRUSeq2Seq(nn.Module):
         return src_mask.reshape(B, T_src)  # (B, 1, 1, T_src) -> (B, T_src)
 
     def first_state(self, memory: Tensor, keep: Tensor) -> Tensor:
-        """The decoder's first state s_0 (B, d_hidden) from the encoder output and the keep-mask (B, T_src). Chapter 10."""
+        """The decoder's first state s_0 (B, d_hidden) from memory and the keep-mask (B, T_src). Chapter 10."""
         return self._first_state(memory, keep)
 
     def _first_state(self, memory: Tensor, keep: Tensor) -> Tensor:

@@ -174,7 +174,8 @@ def test_build_variant_without_feed_forward() -> None:
     full, bare = build_variant(config, seed=0), build_variant(config, seed=0, feed_forward=False)
     blocks = list(bare.encoder_layers) + list(bare.decoder_layers)
     assert all(isinstance(b.ffn, NoFeedForward) for b in blocks)
-    ffn_params = sum(p.numel() for b in list(full.encoder_layers) + list(full.decoder_layers) for p in b.ffn.parameters())
+    full_blocks = list(full.encoder_layers) + list(full.decoder_layers)
+    ffn_params = sum(p.numel() for b in full_blocks for p in b.ffn.parameters())
     assert sum(p.numel() for p in full.parameters()) - sum(p.numel() for p in bare.parameters()) == ffn_params
     assert ffn_params == 4 * (32 * 64 + 64 + 64 * 32 + 32)  # two linear layers per block, four blocks
     x = torch.randn(2, 5, 32)

@@ -13,7 +13,7 @@ from course_utils.stats import binomial_interval, rate_with_interval, rates_diff
 def test_wilson_interval_matches_hand_calculation() -> None:
     # Wilson (1927): centre (p + z^2/2n) / (1 + z^2/n), computed by hand for 8 of 10 at 95 %
     z = 1.959963984540054
-    p, n = 0.8, 10
+    p = 0.8  # 8 of n = 10
     centre = (p + z * z / 20) / (1 + z * z / 10)
     half = z / (1 + z * z / 10) * math.sqrt(p * (1 - p) / 10 + z * z / 400)
     low, high = binomial_interval(8, 10)
