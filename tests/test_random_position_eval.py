@@ -75,3 +75,19 @@ def test_reverse_with_random_positions_returns_strings_and_checks_inputs() -> No
         reverse_with_random_positions(model, ["hello"], max_position=3)
     with pytest.raises(TypeError, match="model must be a Transformer"):
         greedy_random_positions(torch.nn.Linear(2, 2), make_batch(["ab"])[0], 4, 64)
+
+
+def test_shipped_extra_rows_match_the_experiment() -> None:
+    """Chapter 9 compares these rows with its main table: same budget, lengths and number of strings."""
+    import json
+    from importlib.resources import files
+
+    from course_utils.length_generalisation import STEPS, TEST_LENGTHS, load_results
+
+    extra = json.loads(files("course_utils.assets").joinpath("length_extra_rows.json").read_text())
+    assert extra["steps"] == STEPS and extra["train_lengths"] == load_results()["train_lengths"]
+    curves = [extra["rows"]["randomized"]["plain_positions"], extra["rows"]["randomized"]["random_positions_at_test"],
+              extra["rows"]["sinusoidal-end"]]
+    for curve in curves:
+        assert set(curve["exact_match"]) == {str(n) for n in TEST_LENGTHS}
+        assert all(0 <= v <= 100 for v in curve["exact_match"].values())
