@@ -72,6 +72,7 @@ def table3_rows() -> dict[str, dict[str, Any]]:
                                   {"n_encoder_layers": 6, "n_decoder_layers": 6}, variant={"residual": False},
                                   base_train=DEPTH_TRAIN)
     rows["no_layer_norm"] = _row("no LN", "no LayerNorm", variant={"layer_norm": False})
+    rows["no_ffn"] = _row("no FFN", "no feed-forward sub-layers", variant={"feed_forward": False})
     for norm_first in (False, True):
         for depth in (2, 6, 12):
             for warmup in (True, False):

@@ -58,6 +58,13 @@ class KeySizeAttention(MultiHeadAttention):
         return x.view(B, T, self.n_heads, -1).transpose(1, 2)  # (B, h, T, d)
 
 
+class NoFeedForward(nn.Module):
+    """Stands in for the position-wise feed-forward network and outputs zeros: the no-FFN row. Chapter 10."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.zeros_like(x)
+
+
 class NoResidualEncoderBlock(EncoderBlock):
     """An encoder block whose sub-layers replace the stream instead of adding to it (exercise 40.2). Chapter 10."""
 
@@ -101,16 +108,19 @@ def build_variant(
     layer_norm: bool = True,
     d_k: int | None = None,
     seed: int = 0,
+    feed_forward: bool = True,
 ) -> Transformer:
     """A Transformer with one part removed or swapped, initialised from ``seed``. Chapter 10.
 
     positional: "sinusoidal" (the paper), "learned" (a trained table, Table 3 row E) or "none";
     residual=False drops every residual connection; layer_norm=False replaces every LayerNorm
-    by the identity; d_k sets the query/key size per head (default d_model / h).
+    by the identity; d_k sets the query/key size per head (default d_model / h);
+    feed_forward=False removes every position-wise feed-forward sub-layer (its output is zero,
+    so each block keeps only its attention sub-layers).
     """
     if positional not in POSITIONALS:
         raise ValueError(f"positional must be one of {POSITIONALS}, got {positional!r}")
-    for name, flag in (("residual", residual), ("layer_norm", layer_norm)):
+    for name, flag in (("residual", residual), ("layer_norm", layer_norm), ("feed_forward", feed_forward)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     c = config = dataclasses.replace(config, positional=positional)  # Chapter 9's switch: sinusoidal/learned/none
@@ -137,6 +147,9 @@ def build_variant(
             for name, child in list(module.named_children()):
                 if isinstance(child, LayerNorm):
                     setattr(module, name, nn.Identity())
+    if not feed_forward:
+        for block in list(model.encoder_layers) + list(model.decoder_layers):
+            block.ffn = NoFeedForward()
     return model
 
 

@@ -113,6 +113,10 @@ class GRUSeq2Seq(nn.Module):
                              f"got shape {tuple(src_mask.shape)}")
         return src_mask.reshape(B, T_src)  # (B, 1, 1, T_src) -> (B, T_src)
 
+    def first_state(self, memory: Tensor, keep: Tensor) -> Tensor:
+        """The decoder's first state s_0 (B, d_hidden) from memory and the keep-mask (B, T_src). Chapter 10."""
+        return self._first_state(memory, keep)
+
     def _first_state(self, memory: Tensor, keep: Tensor) -> Tensor:
         """s_0 from the forward state at the last real token and the backward state at the first."""
         H = self.config.d_hidden

@@ -160,3 +160,30 @@ def test_shipped_baselines_used_chapter_6s_current_recipe():
     from course_utils.pretrained import FAST_RECIPE
 
     assert load_ablations()["recipe"]["baselines"] == FAST_RECIPE
+
+
+def test_build_variant_without_feed_forward() -> None:
+    """feed_forward=False: every block's FFN outputs zeros and has no parameters; the rest is unchanged."""
+    import torch
+
+    from course_utils.ablations import NoFeedForward, build_variant
+    from course_utils.model import TransformerConfig
+
+    config = TransformerConfig(29, 29, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
+                               dropout=0.0)
+    full, bare = build_variant(config, seed=0), build_variant(config, seed=0, feed_forward=False)
+    blocks = list(bare.encoder_layers) + list(bare.decoder_layers)
+    assert all(isinstance(b.ffn, NoFeedForward) for b in blocks)
+    full_blocks = list(full.encoder_layers) + list(full.decoder_layers)
+    ffn_params = sum(p.numel() for b in full_blocks for p in b.ffn.parameters())
+    assert sum(p.numel() for p in full.parameters()) - sum(p.numel() for p in bare.parameters()) == ffn_params
+    assert ffn_params == 4 * (32 * 64 + 64 + 64 * 32 + 32)  # two linear layers per block, four blocks
+    x = torch.randn(2, 5, 32)
+    assert torch.equal(blocks[0].ffn(x), torch.zeros_like(x))
+    src = torch.randint(3, 29, (2, 6))
+    tgt = torch.randint(3, 29, (2, 7))
+    assert torch.isfinite(bare(src, tgt)).all()
+    import pytest
+
+    with pytest.raises(TypeError, match="feed_forward must be a bool"):
+        build_variant(config, feed_forward="no")

@@ -1,0 +1,80 @@
+"""Benchmark: two rows Chapter 9 discusses beyond its main experiment; writes one JSON asset.
+
+Usage:
+    python benchmarks/length_extra_rows.py            # writes course_utils/assets/length_extra_rows.json
+    python benchmarks/length_extra_rows.py --no-write
+
+- ``randomized``, scored two ways: with the plain positions 0, 1, 2, ... (as the main
+  experiment scores every scheme) and with random positions at test time too, one sorted random
+  subset per test string kept for every decoding step (Ruoss et al.'s evaluation; no retraining).
+- ``sinusoidal-end``: the paper's sinusoidal encoding with source positions counted from the end,
+  the row Chapter 9's quiz asks about.
+
+Both are trained exactly like the main experiment's schemes (Chapter 6's fast recipe, STEPS
+steps, lengths 3-10, the same seed) and scored on the same seeded test strings (100 per length,
+3-40). Timings depend on the machine and on whatever else runs on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from course_utils.length_generalisation import ASSETS, MAX_POSITION, STEPS, TEST_LENGTHS, length_curve, scheme_recipe
+from course_utils.pretrained import train_reversal_model
+from course_utils.random_position_eval import reverse_with_random_positions
+
+OUT = ASSETS / "length_extra_rows.json"
+
+
+def _at(curve: dict) -> str:
+    return "/".join(str(curve["exact_match"][n]) for n in ("3", "10", "11", "20"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--no-write", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    record: dict = {"train_lengths": [3, 10], "steps": STEPS, "n_per_length": args.n_per_length, "rows": {}}
+
+    recipe = scheme_recipe("randomized")
+    model, history = train_reversal_model(recipe, progress=False)
+    plain = length_curve(model, TEST_LENGTHS, args.n_per_length)
+    random_at_test = length_curve(
+        lambda strings: reverse_with_random_positions(model, strings, MAX_POSITION, seed=len(strings[0])),
+        TEST_LENGTHS, args.n_per_length)
+    record["rows"]["randomized"] = {"plain_positions": plain, "random_positions_at_test": random_at_test,
+                                    "train_seconds": round(history.seconds, 1), "steps": len(history.losses)}
+    print(f"randomized: exact match % at 3/10/11/20, plain positions {_at(plain)}; "
+          f"random positions at test {_at(random_at_test)}", flush=True)
+
+    recipe = scheme_recipe("sinusoidal")
+    recipe["model"]["source_positions"] = "end"
+    recipe["scheme"] = "sinusoidal-end"
+    model, history = train_reversal_model(recipe, progress=False)
+    curve = length_curve(model, TEST_LENGTHS, args.n_per_length)
+    record["rows"]["sinusoidal-end"] = {**curve, "train_seconds": round(history.seconds, 1),
+                                        "steps": len(history.losses)}
+    print(f"sinusoidal-end: exact match % at 3/10/11/20 {_at(curve)}", flush=True)
+
+    record["total_seconds"] = round(time.perf_counter() - start, 1)
+    record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
+                         "cpu_cores": os.cpu_count()}
+    if not args.no_write:
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()
