@@ -43,19 +43,22 @@ def _predictor(model, arch: str):
 def run(recipe: dict, n_per_length: int, arch: str = "encoder-decoder", eval_every: int = 0) -> dict:
     """Train ``recipe`` from scratch, evaluate by length, return the benchmark record."""
     reached: list[int] = []
+    eval_cpu = [0.0]  # CPU seconds spent in the evaluations, taken out of train_cpu_seconds
 
     def track(step: int, model, history) -> None:
         if reached or step % eval_every:
             return
+        start = time.process_time()
         model.eval()
         res = evaluate_by_length(_predictor(model, arch), range(recipe["min_len"], recipe["max_len"] + 1), 50, seed=99)
         if sum(r["exact_match"] for r in res.values()) / len(res) >= TARGET:
             reached.append(step)
+        eval_cpu[0] += time.process_time() - start
 
     trainer = train_decoder_only_reversal if arch == "decoder-only" else train_reversal_model
     cpu_start = time.process_time()
     model, history = trainer(recipe, progress=False, on_step=track if eval_every else None)
-    cpu_seconds = time.process_time() - cpu_start  # CPU time of this process: less sensitive to other load
+    cpu_seconds = time.process_time() - cpu_start - eval_cpu[0]  # CPU time of this process: less sensitive to other load
     results = evaluate_by_length(_predictor(model, arch), LENGTHS, n_per_length)
     record = {
         "train_seconds": round(history.seconds, 1),
@@ -66,6 +69,7 @@ def run(recipe: dict, n_per_length: int, arch: str = "encoder-decoder", eval_eve
         "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
         "token_accuracy": {str(n): round(100 * r["token_accuracy"], 1) for n, r in results.items()},
     }
+    record["recipe"] = recipe
     if eval_every:
         record["steps_to_99_5"] = reached[0] if reached else None
         record["eval_every"] = eval_every
@@ -91,6 +95,11 @@ def main() -> None:
             out[arch] = run(recipe, args.n_per_length, arch, args.eval_every)
             out[arch]["torch_threads"] = torch.get_num_threads()
         result = out if args.arch == "both" else out[args.arch]
+        # the full recipe of this result, compared with the code by `python -m course_utils.runs check`
+        result["recipe"] = {**({arch: out[arch].pop("recipe") for arch in list(out)} if args.arch == "both"
+                               else {args.arch: result.pop("recipe")}),
+                            "benchmark": {"n_per_length": args.n_per_length, "eval_every": args.eval_every,
+                                          "lengths": [LENGTHS.start, LENGTHS.stop - 1], "torch_threads": torch.get_num_threads()}}
         text = json.dumps(result)
         print(text)
         if args.out is not None:

@@ -4,6 +4,7 @@ temperature sampling. Chapter 6.
 All functions take a ``course_utils.model.Transformer`` (anything with ``encode``,
 ``decode`` and ``new_cache``) and a batch of source ids ``src`` (B, T_src), and return the
 generated target ids without the leading SOS; after a sequence's EOS come PAD tokens.
+:func:`reverse_strings_decoder_only` is the same task for Chapter 8's decoder-only model.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
+from .data import EOS_ID, PAD_ID, SEP_ID, SOS_ID, decode, encode, make_batch
+from .gpt import DecoderOnly, generate
 from .masks import padding_mask
 from .validate import check_bool, check_number, check_positive_int, check_str_list, check_tensor, check_token_ids
 
@@ -234,3 +236,25 @@ def sample_reversals(
     ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator,
                         top_k=top_k)
     return [decode(row) for row in ids]
+
+
+def reverse_strings_decoder_only(model: DecoderOnly, strings: Sequence[str], extra: int = 2) -> list[str]:
+    """A decoder-only model's greedy (KV-cached) reversal of each string: prompt ``src SEP``, stop at EOS. Chapter 8.
+
+    Strings of equal length share one batch (their prompts line up without padding).
+    """
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a course_utils.gpt.DecoderOnly, got {type(model).__name__}")
+    strings = check_str_list("strings", strings, allow_empty=True)
+    out: list[str | None] = [None] * len(strings)
+    by_length: dict[int, list[int]] = {}
+    for i, s in enumerate(strings):
+        by_length.setdefault(len(s), []).append(i)
+    for n, rows in by_length.items():
+        check_positive_int("string length", n)
+        src = torch.tensor([encode(strings[i]) for i in rows], dtype=torch.long)  # (b, n)
+        prompt = torch.cat([src, torch.full((len(rows), 1), SEP_ID)], dim=1)  # (b, n + 1)
+        new = generate(model, prompt, n + extra, temperature=0, eos_id=EOS_ID, pad_id=PAD_ID)
+        for i, row in zip(rows, new, strict=True):
+            out[i] = decode(row)
+    return [s for s in out if s is not None]
