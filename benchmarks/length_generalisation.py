@@ -13,7 +13,7 @@ The variant of exercise 40.5 trains on lengths 1-4 and tests on 12. Schemes that
 steps, to tell "slow to learn" apart from "does not extrapolate". The last line printed is
 one JSON record; it is also written to course_utils/assets/length_generalisation.json, which
 Chapter 9 reads. Timings depend on the machine and on whatever else runs on it. The two models
-Chapter 9 loads are made by scripts/train_length_checkpoints.py (the winner with twice the steps).
+Chapter 9 loads are made by `scripts/train_checkpoint.py --run length` (the winner with twice the steps).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ step() {  # step NAME COMMAND...
 }
 
 step "ruff (code and notebooks)" $BIN/ruff check .
+step "shipped results match the code's recipes" $BIN/python -m course_utils.runs check
 step "unit tests" $BIN/pytest tests --ignore=tests/browser --ignore=tests/lab -q --junitxml=reports/unit.xml
 # Every notebook of the book, in full mode: each stored text output must be printed again.
 nbval() {  # nbval REPORT [VAR=VALUE ...]: one pass over every notebook with those variables set

@@ -13,8 +13,6 @@ from course_utils.ablations import (
     KeySizeAttention,
     build_variant,
     layer_grad_norm,
-    load_ablations,
-    run_row,
     seq2seq_counts,
     sequence_accuracy,
     table1_counts,
@@ -24,6 +22,7 @@ from course_utils.data import PAD_ID, VOCAB_SIZE, make_batch
 from course_utils.model import Transformer, TransformerConfig
 from course_utils.norm import LayerNorm
 from course_utils.positional import LearnedPositionalEncoding
+from course_utils.runs.ablations import load_ablations, run_row
 from course_utils.training import TrainConfig
 
 
@@ -157,6 +156,6 @@ def test_shipped_asset_has_every_part():
 
 def test_shipped_baselines_used_chapter_6s_current_recipe():
     # the chapter says "Chapter 6's fast recipe": a change to that recipe must come with a new run
-    from course_utils.pretrained import FAST_RECIPE
+    from course_utils.runs.reversal import FAST_RECIPE
 
     assert load_ablations()["recipe"]["baselines"] == FAST_RECIPE
