@@ -1,6 +1,6 @@
 """Train a shipped model from scratch with its recipe and write its checkpoint to course_utils/assets/.
 
-Usage: python scripts/train_checkpoint.py [--run reversal|decoder-only|charlm|length [--steps N] [--out PATH]
+Usage: python scripts/train_checkpoint.py [--run reversal|decoder-only|charlm|length] [--steps N] [--out PATH]
        [--threads N] [--no-eval]
 
     reversal      Chapter 6's encoder-decoder, FAST_RECIPE          -> reversal_transformer.pt
@@ -45,7 +45,7 @@ def _report(name: str, path: Path, history) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", choices=RUNS, default="reversal", help="which shipped model to train (default: reversal)")
+    parser.add_argument("--run", choices=RUNS, default="reversal", help="which shipped model (default: reversal)")
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's steps (smoke runs)")
     parser.add_argument("--out", type=Path, default=None, help="write here instead of course_utils/assets/")
     parser.add_argument("--no-eval", action="store_true", help="skip the evaluation table")
