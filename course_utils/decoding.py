@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from .data import EOS_ID, PAD_ID, SEP_ID, SOS_ID, decode, encode, make_batch
 from .gpt import DecoderOnly, generate
 from .masks import padding_mask
+from .sampling import filter_logits, sample_next
 from .validate import check_bool, check_number, check_positive_int, check_str_list, check_tensor, check_token_ids
 
 
@@ -91,17 +92,10 @@ def sampling_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None =
 
     temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; with ``top_k``
     every token outside the k most likely gets probability 0 (ties at the k-th value are kept).
+    The filtering is :func:`course_utils.sampling.filter_logits`, shared with Chapter 8.
     """
     check_tensor("logits", logits)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-    scaled = logits / temperature  # (..., V)
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
-        if top_k < scaled.shape[-1]:
-            kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest
-            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    return torch.softmax(scaled, dim=-1)
+    return torch.softmax(filter_logits(logits, temperature, top_k), dim=-1)
 
 
 @torch.no_grad()
@@ -116,7 +110,8 @@ def sample_decode(
     """Sample each next token from :func:`sampling_probs` of the logits; ids (B, <= max_len). Chapter 6.
 
     temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; ``top_k``
-    samples among the k most likely tokens only.
+    samples among the k most likely tokens only. The draw is :func:`course_utils.sampling.sample_next`
+    (one uniform number per row, inverted CDF), so a seeded generator gives the same samples on any CPU.
     """
     _check_inputs(model, src, max_len)
     temperature = check_number("temperature", temperature, low=0.0, low_open=True)
@@ -125,8 +120,7 @@ def sample_decode(
     sampling_probs(torch.zeros(1), temperature, top_k)  # validate top_k before decoding
 
     def sample(logits: Tensor) -> Tensor:
-        probs = sampling_probs(logits, temperature, top_k)  # (B, V)
-        return torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
+        return sample_next(filter_logits(logits, temperature, top_k), generator)  # (B,)
 
     return _autoregressive(model, src, max_len, sample, use_cache=True)
 

@@ -111,7 +111,6 @@ class TransformerConfig:
 
 
 POSITIONAL_SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
-ADDITIVE_SCHEMES = ("sinusoidal", "learned")  # added to the embeddings; the others act inside attention
 
 
 class PositionalScheme(nn.Module):
@@ -119,10 +118,14 @@ class PositionalScheme(nn.Module):
 
     ``embed(x, positions)`` adds an absolute encoding (sinusoidal, learned) to the embeddings;
     ``relation(kind, q_pos, k_pos)`` returns what one attention needs instead (RoPE, ALiBi, T5),
-    or None. Positions are integer tensors (B, T), one per token.
+    or None. Positions are integer tensors (B, T), one per token. Both model families use it
+    (Chapter 8's ``DecoderOnly`` has one kind of attention, "decoder"): ``config`` needs
+    ``positional``, ``d_model``, ``n_heads`` and ``max_len``; ``learned_std`` is the learned
+    table's initial scale; ``kinds`` the attentions that get a T5 bias table.
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, learned_std: float = 0.02,
+                 kinds: tuple[str, ...] = ("encoder", "decoder", "cross")):
         super().__init__()
         c = config
         self.kind = c.positional
@@ -130,19 +133,25 @@ class PositionalScheme(nn.Module):
         if self.kind == "sinusoidal":
             self.table = SinusoidalPositionalEncoding(c.d_model, c.max_len)
         elif self.kind == "learned":
-            self.table = LearnedPositionalEncoding(c.max_len, c.d_model)
+            self.table = LearnedPositionalEncoding(c.max_len, c.d_model, std=learned_std)
         elif self.kind == "rope":
-            cos, sin = rope_tables(c.max_len, c.d_model // c.n_heads)
+            self.d_k = c.d_model // c.n_heads
+            cos, sin = rope_tables(c.max_len, self.d_k)
             self.register_buffer("cos", cos, persistent=False)  # (max_len, d_k/2)
             self.register_buffer("sin", sin, persistent=False)
         elif self.kind == "alibi":
             self.register_buffer("slopes", alibi_slopes(c.n_heads), persistent=False)  # (h,)
         elif self.kind == "t5":  # one table per kind of attention, shared by the layers of a stack
-            self.t5 = nn.ModuleDict({
-                "encoder": T5RelativeBias(c.n_heads, bidirectional=True),
-                "decoder": T5RelativeBias(c.n_heads, bidirectional=False),
-                "cross": T5RelativeBias(c.n_heads, bidirectional=True),
-            })
+            bidirectional = {"encoder": True, "decoder": False, "cross": True}
+            self.t5 = nn.ModuleDict({k: T5RelativeBias(c.n_heads, bidirectional=bidirectional[k]) for k in kinds})
+
+    def _apply(self, fn, recurse=True):  # noqa: ANN001, ANN202 (the hook behind .double() and .to())
+        """After ``.double()`` the RoPE tables are recomputed in float64, not just cast (Chapter 9)."""
+        super()._apply(fn, recurse)
+        if self.kind == "rope" and self.cos.dtype == torch.float64:
+            cos, sin = rope_tables(self.cos.shape[0], self.d_k, dtype=torch.float64)
+            self.cos, self.sin = cos.to(self.cos.device), sin.to(self.sin.device)
+        return self
 
     def embed(self, x: Tensor, positions: Tensor) -> Tensor:
         """x (B, T, d_model) plus the absolute encoding of positions (B, T), if the scheme has one."""
