@@ -21,13 +21,8 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .data import PAD_ID
 from .model import (
-    AttentionPositions,
-    DecoderBlock,
-    EncoderBlock,
-    KVCache,
     Transformer,
     TransformerConfig,
-    cached_self_attention,
 )
 from .norm import LayerNorm
 from .training import Callback, StepsTo, TrainConfig, train
@@ -54,42 +49,6 @@ class KeySizeAttention(MultiHeadAttention):
         return x.view(B, T, self.n_heads, -1).transpose(1, 2)  # (B, h, T, d)
 
 
-class NoResidualEncoderBlock(EncoderBlock):
-    """An encoder block whose sub-layers replace the stream instead of adding to it (exercise 40.2). Chapter 10."""
-
-    def forward(
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False, cache: KVCache | None = None,
-        layer: int = 0, rel: AttentionPositions | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """x: (B, T, d_model) -> (B, T, d_model): Sublayer(x) where the paper has x + Sublayer(x)."""
-        if self.norm_first:
-            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
-            x = self.dropout1(a)
-            x = self.dropout2(self.ffn(self.norm2(x)))
-        else:
-            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
-            x = self.norm1(self.dropout1(a))
-            x = self.norm2(self.dropout2(self.ffn(x)))
-        return x, w
-
-
-class NoResidualDecoderBlock(DecoderBlock):
-    """A decoder block without its three residual connections (exercise 40.2). Chapter 10."""
-
-    def forward(self, x, memory, tgt_mask=None, src_mask=None, need_weights=False, cache=None, layer=0,
-                rel_self=None, rel_cross=None):
-        """Same signature and shapes as DecoderBlock.forward; each x + Sublayer(x) becomes Sublayer(x)."""
-        pre = self.norm_first
-        a, w_self = self._self_attention(self.norm1(x) if pre else x, tgt_mask, need_weights, cache, layer, rel_self)
-        x = self.dropout1(a) if pre else self.norm1(self.dropout1(a))
-        c, w_cross = self._cross_attention(self.norm2(x) if pre else x, memory, src_mask, need_weights, cache, layer,
-                                           rel_cross)
-        x = self.dropout2(c) if pre else self.norm2(self.dropout2(c))
-        f = self.ffn(self.norm3(x) if pre else x)
-        x = self.dropout3(f) if pre else self.norm3(self.dropout3(f))
-        return x, w_self, w_cross
-
-
 def build_variant(
     config: TransformerConfig,
     positional: str = "sinusoidal",
@@ -109,24 +68,16 @@ def build_variant(
     for name, flag in (("residual", residual), ("layer_norm", layer_norm)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-    c = config = dataclasses.replace(config, positional=positional)  # Chapter 9's switch: sinusoidal/learned/none
+    # Chapter 9's switch (sinusoidal / learned / none) and the blocks' residual switch
+    c = config = dataclasses.replace(config, positional=positional, residual=residual)
     torch.manual_seed(seed)
     model = Transformer(config)
-    if not residual:
-        model.encoder_layers = nn.ModuleList(
-            NoResidualEncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-            for _ in range(c.n_encoder_layers)
-        )
-        model.decoder_layers = nn.ModuleList(
-            NoResidualDecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-            for _ in range(c.n_decoder_layers)
-        )
     if d_k is not None:
         for block in list(model.encoder_layers) + list(model.decoder_layers):
             for name in ("self_attn", "cross_attn"):
                 if hasattr(block, name):
                     setattr(block, name, KeySizeAttention(c.d_model, c.n_heads, d_k, c.dropout))
-    if not residual or d_k is not None:
+    if d_k is not None:
         model._reset_parameters()
     if not layer_norm:
         for module in list(model.modules()):

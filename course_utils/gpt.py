@@ -74,6 +74,7 @@ class DecoderOnlyConfig:
     # kernels (the same function either way, different speed; Chapter 6 measures them):
     fused_layer_norm: bool = False  # True: LayerNorm through F.layer_norm instead of the from-scratch formula
     sdpa_attention: bool = True  # False: explicit attention maths instead of F.scaled_dot_product_attention
+    residual: bool = True  # False: no residual connections (Chapter 10's ablation)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -89,7 +90,7 @@ class DecoderOnlyConfig:
         if self.positional == "rope" and (self.d_model // self.n_heads) % 2 != 0:
             raise ValueError(f"RoPE needs an even d_k = d_model / n_heads, got {self.d_model // self.n_heads}")
         check_probability("dropout", self.dropout)
-        for name in ("norm_first", "tie_embeddings", "fused_layer_norm", "sdpa_attention"):
+        for name in ("norm_first", "tie_embeddings", "fused_layer_norm", "sdpa_attention", "residual"):
             check_bool(name, getattr(self, name))
         if isinstance(self.random_positions, bool) or not isinstance(self.random_positions, int) \
                 or not 0 <= self.random_positions:
@@ -113,7 +114,7 @@ class DecoderOnly(nn.Module):
         # and attention by position, a previous-token head, is slow to learn)
         self.positional_scheme = PositionalScheme(c, learned_std=1.0, kinds=("decoder",))
         self.dropout = nn.Dropout(c.dropout)
-        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention}
+        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention, "residual": c.residual}
         self.layers = nn.ModuleList(
             EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels) for _ in range(c.n_layers)
         )

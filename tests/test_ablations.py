@@ -53,6 +53,18 @@ def test_no_residual_blocks_compute_sublayer_only(norm_first):
     torch.testing.assert_close(torch.cat(steps, dim=1)[tgt_in != PAD_ID], full[tgt_in != PAD_ID], atol=1e-5, rtol=1e-4)
 
 
+def test_no_residual_is_a_switch_with_the_same_weights():
+    """Chapter 10's ablation is the blocks' residual switch: same state-dict keys, same weights, other output."""
+    base = build_variant(_config(), seed=1).eval()
+    ablated = build_variant(_config(), residual=False, seed=1).eval()
+    assert type(ablated.encoder_layers[0]) is type(base.encoder_layers[0])
+    assert list(base.state_dict()) == list(ablated.state_dict())
+    for k, v in base.state_dict().items():
+        assert torch.equal(v, ablated.state_dict()[k]), k
+    src, tgt_in, _ = make_batch(["hello", "abc"])
+    assert (base(src, tgt_in) - ablated(src, tgt_in)).abs().max() > 1e-2
+
+
 def test_same_seed_same_base_model_and_variants_differ_only_where_asked():
     a, b = build_variant(_config(), seed=3), build_variant(_config(), seed=3)
     for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
