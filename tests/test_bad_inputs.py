@@ -36,12 +36,14 @@ from course_utils import (  # noqa: E402
     plots,
     positional,
     quiz,
-    runs,  # noqa: E402
+    runs,
+    sampling,
     schedules,
     student,
     training,
     utils,
 )
+from course_utils.gpt import DecoderOnly, DecoderOnlyConfig  # noqa: E402
 from course_utils.runs import ablations as runs_ablations  # noqa: E402
 from course_utils.runs import charlm as runs_charlm  # noqa: E402
 from course_utils.runs import length as runs_length  # noqa: E402
@@ -503,6 +505,23 @@ bad(U, lambda: decoding.reverse_strings_decoder_only(MODEL, ["abc"]), TypeError,
 bad(U, lambda: data.make_one_sequence_batch("abc"), TypeError, "strings must be a non-empty list of str", "str")
 bad(U, lambda: data.make_one_sequence_batch(["ab", ""]), ValueError, "every string needs at least one letter")
 bad(U, lambda: data.one_sequence_batch(SRC[0], torch.tensor([3])), ValueError, "ids must have 2 dimensions")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, positional="rotary"), ValueError, "positional must be one of", "'rotary'")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, d_model=12, n_heads=4, positional="rope"), ValueError, "RoPE needs an even d_k", "3")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_positions=-1), ValueError, "random_positions must be an int >= 0")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_fraction=0), ValueError, "random_fraction must be a number in (0, 1]")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, fused_layer_norm="yes"), TypeError, "fused_layer_norm must be True or False")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, residual=0), TypeError, "residual must be True or False")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, dropout=1.5), ValueError, "dropout")
+bad(U, lambda: DecoderOnly(DecoderOnlyConfig(vocab_size=5, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8,
+                                             random_positions=4)).train()(torch.zeros(1, 6, dtype=torch.long)), ValueError,
+    "do not fit random_positions=4")
+bad(U, lambda: _mc(residual="no"), TypeError, "residual must be True or False")
+bad(U, lambda: norm.residual_sublayer(X, torch.relu, LN, residual=None), TypeError, "residual must be True or False")
+bad(U, lambda: sampling.filter_logits(torch.zeros(1, 4), 0.0), ValueError, "temperature must be a positive number")
+bad(U, lambda: sampling.filter_logits(torch.zeros(1, 4), 1.0, top_k=0), ValueError, "top_k must be a positive int")
+bad(U, lambda: sampling.filter_logits(torch.zeros(1, 4), 1.0, top_p=1.5), ValueError, "top_p must be a number in (0, 1]")
+bad(U, lambda: sampling.sample_next(torch.zeros(4)), ValueError, "logits must have 2 dimensions")
+bad(U, lambda: decoding.sampling_probs(torch.zeros(4), 1.0, top_k=0), ValueError, "top_k must be a positive int")
 # ---------------------------------------------------------------- end of the runs helper's block
 
 def _run(row: Row) -> BaseException | None:
