@@ -355,7 +355,6 @@ bad(R, lambda: quiz.Question("q?", 2, "e", choices=["a", "b"]), ValueError, "ans
 bad(R, lambda: quiz.Quiz("t", []), ValueError, "a quiz has 1 to 8 questions")
 bad(R, lambda: student.stub_source("### BEGIN SOLUTION\nx = 1\n"), ValueError, "has no matching '### END SOLUTION'")
 bad(R, lambda: student.stub_source("### END SOLUTION\n"), ValueError, "without '### BEGIN SOLUTION'")
-bad(R, lambda: utils.get_device("gpu"), ValueError, "prefer must be 'cpu', 'cuda' or 'auto'", "gpu")
 bad(R, lambda: utils.agreement(1.0, 1.0, tol=0.0), ValueError, "tol must be a positive number")
 bad(R, lambda: utils.agreement(1.0, 1.0, tol=float("nan")), ValueError, "tol must be a positive number")
 bad(R, lambda: utils.max_error(torch.tensor([float("nan")])), ValueError, "got and reference must be finite")
