@@ -133,3 +133,23 @@ def test_decoder_only_config_round_trips_through_the_checkpoint(tmp_path):
     model = DecoderOnly(DecoderOnlyConfig(vocab_size=VOCAB_SIZE, d_model=8, n_heads=2, d_ff=16, n_layers=1))
     path = save(model, {"model": {}, "train": {}, "seed": 0}, tmp_path / "tiny.pt")
     assert load(path).config == model.config
+
+
+def test_the_chapter_6_model_is_one_run():
+    """Every shipped number about "the Chapter 6 model" comes from one seeded run: the checkpoint.
+
+    Chapter 8's side-by-side benchmark and Chapter 10's baselines each re-ran Chapter 6's fast
+    recipe; both runs score exactly like the shipped checkpoint on their own test sets (200 and
+    100 strings per length), so the chapters' different length-11 figures come from the test
+    strings, not from different models.
+    """
+    from course_utils.evaluation import evaluate_by_length
+    from course_utils.runs.reversal import load_reversal_model
+
+    model = load_reversal_model()
+    for asset, part, n in (("ch08_reversal_benchmark.json", "encoder-decoder", 200),
+                           ("ablations.json", "baselines", 100)):
+        data = load_asset(asset)
+        record = data[part] if part == "encoder-decoder" else data[part]["transformer"]
+        scores = evaluate_by_length(model, range(3, 16), n)
+        assert record["exact_match"] == {str(k): round(100 * v["exact_match"], 1) for k, v in scores.items()}, asset
