@@ -31,19 +31,26 @@ from typing import Any
 
 import torch
 
-from course_utils.ablations import ASSET_PATH, run_row, seq2seq_counts, table1_counts, train_measured
+from course_utils.ablations import seq2seq_counts, table1_counts, train_measured
 from course_utils.baselines import GRUConfig, GRUSeq2Seq
 from course_utils.data import VOCAB_SIZE, random_batch
 from course_utils.evaluation import evaluate_by_length
-from course_utils.pretrained import FAST_RECIPE, build_model, reversal_batch_fn
+from course_utils.runs import asset_path, seeded
+from course_utils.runs.ablations import (
+    ABLATIONS_FILE,
+    BASE_MODEL,
+    BASE_TRAIN,
+    DEPTH_TRAIN,
+    QUICK_BUDGET,
+    TABLE3_DATA,
+    ablations_recipe,
+    run_row,
+)
+from course_utils.runs.reversal import FAST_RECIPE, build_model, reversal_batch_fn
 from course_utils.training import TrainConfig, masked_cross_entropy
 
 # -- Table 3 in miniature --------------------------------------------------------------------
-BASE_MODEL = {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 2, "n_decoder_layers": 2,
-              "dropout": 0.0, "norm_first": False}  # the paper's post-LN block, tiny
-BASE_TRAIN = {"steps": 300, "lr": 5e-3, "warmup": 30}
-DEPTH_TRAIN = {"steps": 80, "lr": 5e-3, "warmup": 16}  # deep rows are costly: fewer steps
-TABLE3_DATA = {"batch_size": 64, "min_len": 3, "max_len": 8, "n_per_length": 30}  # strings of 3-8 letters
+# the recipe constants live in course_utils.runs.ablations (the freshness check reads them)
 
 
 def _row(group: str, change: str, model: dict | None = None, train: dict | None = None,
@@ -92,9 +99,6 @@ def gru_model(attention: bool) -> GRUSeq2Seq:
     return GRUSeq2Seq(GRUConfig(VOCAB_SIZE, d_embed=64, d_hidden=64, attention=attention))
 
 
-QUICK_BUDGET = {"steps": 150, "warmup": 15, "batch_size": 64}  # --quick: a third of the steps, half the batch
-
-
 def run_baseline(name: str, n_per_length: int, quick: bool = False) -> dict[str, Any]:
     """Train one architecture with the fast recipe's data, steps, batch and schedule; evaluate 3-15.
 
@@ -104,9 +108,8 @@ def run_baseline(name: str, n_per_length: int, quick: bool = False) -> dict[str,
     if quick:
         recipe["train"].update(steps=QUICK_BUDGET["steps"], warmup=QUICK_BUDGET["warmup"])
         recipe["batch_size"] = QUICK_BUDGET["batch_size"]
-    torch.manual_seed(recipe["seed"])
+    generator = seeded(recipe["seed"])
     model = build_model(recipe) if name == "transformer" else gru_model(attention=name == "gru_bahdanau")
-    generator = torch.Generator().manual_seed(recipe["seed"])
     measured = train_measured(model, reversal_batch_fn(recipe, generator), TrainConfig(**recipe["train"]))
     history = measured["history"]
     results = evaluate_by_length(model, range(3, 16), n_per_length)
@@ -180,7 +183,7 @@ def main() -> None:
                         help="baselines with a smaller common budget (150 steps of batch 64), not the fast recipe's")
     parser.add_argument("--list", action="store_true", help="print the row names and exit")
     parser.add_argument("--no-save", action="store_true", help="do not write the JSON asset")
-    parser.add_argument("--out", default=str(ASSET_PATH), help="where to write the JSON asset")
+    parser.add_argument("--out", default=str(asset_path(ABLATIONS_FILE)), help="where to write the JSON asset")
     args = parser.parse_args()
     if args.list:
         print("\n".join(f"{k:28s} {v['group']:12s} {v['change']}" for k, v in rows.items()))
@@ -206,9 +209,7 @@ def main() -> None:
     result: dict[str, Any] = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "torch": torch.__version__},
-        "recipe": {"baselines": FAST_RECIPE, "baselines_quick": QUICK_BUDGET if args.quick else None,
-                   "table3_base_model": BASE_MODEL, "table3_train": BASE_TRAIN,
-                   "depth_train": DEPTH_TRAIN, "table3_data": TABLE3_DATA},
+        "recipe": ablations_recipe(args.quick),
     }
 
     def part_baselines() -> None:

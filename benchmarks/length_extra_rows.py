@@ -26,11 +26,19 @@ from pathlib import Path
 
 import torch
 
-from course_utils.length_generalisation import ASSETS, MAX_POSITION, STEPS, TEST_LENGTHS, length_curve, scheme_recipe
-from course_utils.pretrained import train_reversal_model
 from course_utils.random_position_eval import reverse_with_random_positions
+from course_utils.runs import asset_path
+from course_utils.runs.length import (
+    EXTRA_ROWS_FILE,
+    MAX_POSITION,
+    STEPS,
+    TEST_LENGTHS,
+    extra_rows_recipe,
+    length_curve,
+)
+from course_utils.runs.reversal import run_reversal
 
-OUT = ASSETS / "length_extra_rows.json"
+OUT = asset_path(EXTRA_ROWS_FILE)
 
 
 def _at(curve: dict) -> str:
@@ -46,10 +54,12 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    record: dict = {"train_lengths": [3, 10], "steps": STEPS, "n_per_length": args.n_per_length, "rows": {}}
+    recipes = extra_rows_recipe()
+    recipes["n_per_length"] = args.n_per_length
+    record: dict = {"recipe": recipes, "train_lengths": [3, 10], "steps": STEPS, "n_per_length": args.n_per_length,
+                    "rows": {}}
 
-    recipe = scheme_recipe("randomized")
-    model, history = train_reversal_model(recipe, progress=False)
+    model, history, _ = run_reversal(recipes["randomized"], progress=False)
     plain = length_curve(model, TEST_LENGTHS, args.n_per_length)
     random_at_test = length_curve(
         lambda strings: reverse_with_random_positions(model, strings, MAX_POSITION, seed=len(strings[0])),
@@ -59,10 +69,7 @@ def main() -> None:
     print(f"randomized: exact match % at 3/10/11/20, plain positions {_at(plain)}; "
           f"random positions at test {_at(random_at_test)}", flush=True)
 
-    recipe = scheme_recipe("sinusoidal")
-    recipe["model"]["source_positions"] = "end"
-    recipe["scheme"] = "sinusoidal-end"
-    model, history = train_reversal_model(recipe, progress=False)
+    model, history, _ = run_reversal(recipes["sinusoidal-end"], progress=False)
     curve = length_curve(model, TEST_LENGTHS, args.n_per_length)
     record["rows"]["sinusoidal-end"] = {**curve, "train_seconds": round(history.seconds, 1),
                                         "steps": len(history.losses)}

@@ -13,7 +13,7 @@ The variant of exercise 40.5 trains on lengths 1-4 and tests on 12. Schemes that
 steps, to tell "slow to learn" apart from "does not extrapolate". The last line printed is
 one JSON record; it is also written to course_utils/assets/length_generalisation.json, which
 Chapter 9 reads. Timings depend on the machine and on whatever else runs on it. The two models
-Chapter 9 loads are made by scripts/train_length_checkpoints.py (the winner with twice the steps).
+Chapter 9 loads are made by `scripts/train_checkpoint.py --run length` (the winner with twice the steps).
 """
 
 from __future__ import annotations
@@ -27,29 +27,28 @@ from pathlib import Path
 
 import torch
 
-from course_utils.length_generalisation import (
+from course_utils.runs.length import (
     CAUSAL_SCHEMES,
+    LONG_FACTOR,
     RESULTS_PATH,
     SCHEMES,
+    SLOW_BELOW,
     STEPS,
     TEST_LENGTHS,
+    VARIANT_LENGTHS,
+    VARIANT_STEPS,
+    VARIANT_TEST,
     length_curve,
     position_gap,
-    train_causal_scheme,
+    results_recipe,
     train_scheme,
 )
 
-VARIANT_LENGTHS = (1, 4)  # exercise 40.5: train on lengths <= 4 ...
-VARIANT_TEST = (1, 2, 3, 4, 12)  # ... and test on 12
-VARIANT_STEPS = 200  # short strings are learned in fewer steps
-LONG_FACTOR, SLOW_BELOW = 4, 90.0  # schemes below 90 % somewhere in 3-10 at the budget get 4x the steps
 PARTS = ("main", "variant", "long")
 
 
 def _train(name: str, min_len: int, max_len: int, steps: int | None):
-    if name in CAUSAL_SCHEMES:  # Chapter 8's decoder-only model, reversal as one sequence
-        return train_causal_scheme(name, min_len, max_len, steps)
-    return train_scheme(name, min_len, max_len, steps)
+    return train_scheme(name, min_len, max_len, steps)  # CAUSAL_SCHEMES train Chapter 8's decoder-only model
 
 
 def _worst_inside(result: dict) -> float:
@@ -72,7 +71,11 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     old = json.loads(args.out.read_text()) if args.update and args.out.exists() else None
-    record: dict = {"train_lengths": [3, 10], "schemes": {}}
+    recipe = results_recipe()  # what the freshness check compares with the code
+    recipe["n_per_length"] = args.n_per_length
+    if args.steps is not None:
+        recipe["steps_override"] = args.steps
+    record: dict = {"recipe": recipe, "train_lengths": [3, 10], "schemes": {}}
     if "main" in args.parts:
         for name in args.schemes:
             model, history, _ = _train(name, 3, 10, args.steps)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import json
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +21,8 @@ import torch
 
 from course_utils.data import random_batch
 from course_utils.evaluation import evaluate_by_length
-from course_utils.pretrained import FAST_RECIPE, build_model
+from course_utils.runs import seeded
+from course_utils.runs.reversal import FAST_RECIPE, build_model
 from course_utils.training import TrainConfig, train
 
 # the recipe before this table: from-scratch LayerNorm, PyTorch's fused attention, 450 steps at 5e-3
@@ -55,14 +55,12 @@ def run(name: str) -> dict[str, Any]:
     recipe["train"].update(OLD["train"])
     recipe["model"].update(spec.get("model", {}))
     recipe["train"].update(spec.get("train", {}))
-    torch.manual_seed(recipe["seed"])
+    gen = seeded(recipe["seed"])
     model = build_model(recipe)
-    gen = torch.Generator().manual_seed(recipe["seed"])
     B, lo, hi = recipe["batch_size"], recipe["min_len"], recipe["max_len"]
     batch_fn = _bucketed(B, lo, hi, gen) if spec.get("bucket") else (lambda step: random_batch(B, lo, hi, gen))
-    cpu_start = time.process_time()
     history = train(model, batch_fn, TrainConfig(**recipe["train"]), progress=False)
-    cpu = time.process_time() - cpu_start
+    cpu = history.cpu_seconds
     exact = {n: round(100 * r["exact_match"], 1) for n, r in evaluate_by_length(model, range(3, 12), 200).items()}
     return {"variant": name, "train_seconds": round(history.seconds, 1), "train_cpu_seconds": round(cpu, 1),
             "steps": len(history.losses), "worst_exact_match_3_10": min(exact[n] for n in range(3, 11)),

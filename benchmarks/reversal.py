@@ -21,53 +21,41 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 from course_utils.evaluation import evaluate_by_length
-from course_utils.pretrained import FAST_RECIPE, REFERENCE_RECIPE, train_reversal_model
-from course_utils.reversal_lm import DECODER_ONLY_RECIPE, reverse_strings_decoder_only, train_decoder_only_reversal
+from course_utils.runs.reversal import (
+    DECODER_ONLY_RECIPE,
+    FAST_RECIPE,
+    REFERENCE_RECIPE,
+    HeldOutExactMatch,
+    run_reversal,
+)
 
 LENGTHS = range(3, 16)
 TARGET = 0.995  # exact match over the training lengths for steps_to_99_5
 
 
-def _predictor(model, arch: str):
-    if arch == "decoder-only":
-        return lambda strings: reverse_strings_decoder_only(model, strings)
-    return model
-
-
-def run(recipe: dict, n_per_length: int, arch: str = "encoder-decoder", eval_every: int = 0) -> dict:
-    """Train ``recipe`` from scratch, evaluate by length, return the benchmark record."""
-    reached: list[int] = []
-
-    def track(step: int, model, history) -> None:
-        if reached or step % eval_every:
-            return
-        model.eval()
-        res = evaluate_by_length(_predictor(model, arch), range(recipe["min_len"], recipe["max_len"] + 1), 50, seed=99)
-        if sum(r["exact_match"] for r in res.values()) / len(res) >= TARGET:
-            reached.append(step)
-
-    trainer = train_decoder_only_reversal if arch == "decoder-only" else train_reversal_model
-    cpu_start = time.process_time()
-    model, history = trainer(recipe, progress=False, on_step=track if eval_every else None)
-    cpu_seconds = time.process_time() - cpu_start  # CPU time of this process: less sensitive to other load
-    results = evaluate_by_length(_predictor(model, arch), LENGTHS, n_per_length)
+def run(recipe: dict, n_per_length: int, eval_every: int = 0) -> dict:
+    """Train ``recipe`` from scratch (either model family), evaluate by length, return the benchmark record."""
+    lengths = range(recipe["min_len"], recipe["max_len"] + 1)
+    tracker = [HeldOutExactMatch(TARGET, eval_every, lengths, n=50, seed=99)] if eval_every else []
+    model, history, ran = run_reversal(recipe, progress=False, callbacks=tracker)
+    results = evaluate_by_length(model, LENGTHS, n_per_length)
     record = {
         "train_seconds": round(history.seconds, 1),
-        "train_cpu_seconds": round(cpu_seconds, 1),
+        "train_cpu_seconds": round(history.cpu_seconds, 1),  # CPU time of this process: less sensitive to load
         "steps": len(history.losses),
         "params": sum(p.numel() for p in model.parameters()),
         "final_loss": round(sum(history.losses[-50:]) / 50, 4),
         "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
         "token_accuracy": {str(n): round(100 * r["token_accuracy"], 1) for n, r in results.items()},
+        "recipe": ran,
     }
     if eval_every:
-        record["steps_to_99_5"] = reached[0] if reached else None
+        record["steps_to_99_5"] = tracker[0].reached
         record["eval_every"] = eval_every
     return record
 
@@ -88,21 +76,29 @@ def main() -> None:
         out = {}
         for arch in (["encoder-decoder", "decoder-only"] if args.arch == "both" else [args.arch]):
             recipe = DECODER_ONLY_RECIPE if arch == "decoder-only" else FAST_RECIPE
-            out[arch] = run(recipe, args.n_per_length, arch, args.eval_every)
+            out[arch] = run(recipe, args.n_per_length, args.eval_every)
             out[arch]["torch_threads"] = torch.get_num_threads()
         result = out if args.arch == "both" else out[args.arch]
+        # the full recipe of this result, compared with the code by `python -m course_utils.runs check`
+        result["recipe"] = {**({arch: out[arch].pop("recipe") for arch in list(out)} if args.arch == "both"
+                               else {args.arch: result.pop("recipe")}),
+                            "benchmark": {"n_per_length": args.n_per_length, "eval_every": args.eval_every,
+                                          "lengths": [LENGTHS.start, LENGTHS.stop - 1],
+                                          "torch_threads": torch.get_num_threads()}}
         text = json.dumps(result)
         print(text)
         if args.out is not None:
             args.out.write_text(text + "\n")
         return
     fast = run(FAST_RECIPE, args.n_per_length)
+    fast.pop("recipe")
     fast["torch_threads"] = torch.get_num_threads()
     print(json.dumps({"fast": fast}), file=sys.stderr, flush=True)  # progress: the reference takes minutes
     if not args.reference:
         print(json.dumps(fast))
         return
     reference = run(REFERENCE_RECIPE, args.n_per_length)
+    reference.pop("recipe")
     speedup = reference["train_seconds"] / fast["train_seconds"]
     cpu_speedup = reference["train_cpu_seconds"] / fast["train_cpu_seconds"]
     print(json.dumps({"fast": fast, "reference": reference, "speedup": round(speedup, 2),

@@ -3,40 +3,31 @@ run per row on the reversal task. Chapter 10.
 
 ``build_variant`` makes a :class:`~course_utils.model.Transformer` and then switches off one
 part (residual connections, LayerNorm, positional encoding) or swaps the sinusoidal table for
-a learned one, without a second copy of the model. ``run_row`` trains it with Chapter 6's loop
-and returns exact match, final loss, steps to 99 % and the first encoder layer's gradient norm.
-``benchmarks/ablations.py`` runs every row and ships the results in ``assets/ablations.json``.
+a learned one, without a second copy of the model. ``train_measured`` trains it with Chapter 6's
+loop and measures steps to 99 % and the first encoder layer's gradient norm with two callbacks.
+One row of Table 3 (``run_row``), its recipe and the shipped results are in
+:mod:`course_utils.runs.ablations`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .attention import MultiHeadAttention
-from .data import PAD_ID, VOCAB_SIZE, random_batch
-from .evaluation import evaluate_by_length
+from .data import PAD_ID
 from .model import (
-    AttentionPositions,
-    DecoderBlock,
-    EncoderBlock,
-    KVCache,
     Transformer,
     TransformerConfig,
-    cached_self_attention,
 )
 from .norm import LayerNorm
-from .training import TrainConfig, train
+from .training import Callback, StepsTo, TrainConfig, train
 from .validate import check_positive_int
 
-ASSET_PATH = Path(__file__).parent / "assets" / "ablations.json"
 POSITIONALS = ("sinusoidal", "learned", "none")
 
 
@@ -65,42 +56,6 @@ class NoFeedForward(nn.Module):
         return torch.zeros_like(x)
 
 
-class NoResidualEncoderBlock(EncoderBlock):
-    """An encoder block whose sub-layers replace the stream instead of adding to it (exercise 40.2). Chapter 10."""
-
-    def forward(
-        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False, cache: KVCache | None = None,
-        layer: int = 0, rel: AttentionPositions | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """x: (B, T, d_model) -> (B, T, d_model): Sublayer(x) where the paper has x + Sublayer(x)."""
-        if self.norm_first:
-            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
-            x = self.dropout1(a)
-            x = self.dropout2(self.ffn(self.norm2(x)))
-        else:
-            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
-            x = self.norm1(self.dropout1(a))
-            x = self.norm2(self.dropout2(self.ffn(x)))
-        return x, w
-
-
-class NoResidualDecoderBlock(DecoderBlock):
-    """A decoder block without its three residual connections (exercise 40.2). Chapter 10."""
-
-    def forward(self, x, memory, tgt_mask=None, src_mask=None, need_weights=False, cache=None, layer=0,
-                rel_self=None, rel_cross=None):
-        """Same signature and shapes as DecoderBlock.forward; each x + Sublayer(x) becomes Sublayer(x)."""
-        pre = self.norm_first
-        a, w_self = self._self_attention(self.norm1(x) if pre else x, tgt_mask, need_weights, cache, layer, rel_self)
-        x = self.dropout1(a) if pre else self.norm1(self.dropout1(a))
-        c, w_cross = self._cross_attention(self.norm2(x) if pre else x, memory, src_mask, need_weights, cache, layer,
-                                           rel_cross)
-        x = self.dropout2(c) if pre else self.norm2(self.dropout2(c))
-        f = self.ffn(self.norm3(x) if pre else x)
-        x = self.dropout3(f) if pre else self.norm3(self.dropout3(f))
-        return x, w_self, w_cross
-
-
 def build_variant(
     config: TransformerConfig,
     positional: str = "sinusoidal",
@@ -123,24 +78,16 @@ def build_variant(
     for name, flag in (("residual", residual), ("layer_norm", layer_norm), ("feed_forward", feed_forward)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-    c = config = dataclasses.replace(config, positional=positional)  # Chapter 9's switch: sinusoidal/learned/none
+    # Chapter 9's switch (sinusoidal / learned / none) and the blocks' residual switch
+    c = config = dataclasses.replace(config, positional=positional, residual=residual)
     torch.manual_seed(seed)
     model = Transformer(config)
-    if not residual:
-        model.encoder_layers = nn.ModuleList(
-            NoResidualEncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-            for _ in range(c.n_encoder_layers)
-        )
-        model.decoder_layers = nn.ModuleList(
-            NoResidualDecoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-            for _ in range(c.n_decoder_layers)
-        )
     if d_k is not None:
         for block in list(model.encoder_layers) + list(model.decoder_layers):
             for name in ("self_attn", "cross_attn"):
                 if hasattr(block, name):
                     setattr(block, name, KeySizeAttention(c.d_model, c.n_heads, d_k, c.dropout))
-    if not residual or d_k is not None:
+    if d_k is not None:
         model._reset_parameters()
     if not layer_norm:
         for module in list(model.modules()):
@@ -165,6 +112,38 @@ def sequence_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> 
     return float(right.all(dim=1).float().mean())
 
 
+class TrainBatchAccuracy(StepsTo):
+    """Steps to ``target`` teacher-forced sequence accuracy over the last ``window`` training batches. Chapter 10.
+
+    ``reached`` is "steps to 99 %" as Chapter 10 prints it (checked at every step). It reads the
+    logits of the batch just trained on, so it costs no extra forward pass.
+    """
+
+    def __init__(self, target: float = 0.99, window: int = 10):
+        super().__init__(target, 1)
+        check_positive_int("window", window)
+        self.window, self.accs = window, []
+
+    def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
+        self.accs.append(sequence_accuracy(logits, batch[-1]))
+        if len(self.accs) >= self.window:
+            self.record(step, sum(self.accs[-self.window:]) / self.window)
+
+    def after_step(self, step: int, model: nn.Module, history: Any) -> None:
+        return None
+
+
+class FirstLayerGradNorm(Callback):
+    """The raw gradient norm of the first encoder block at each of the first ``steps`` steps. Chapter 10."""
+
+    def __init__(self, model: nn.Module, steps: int = 10):
+        self.model, self.steps, self.norms = model, steps, []
+
+    def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
+        if hasattr(self.model, "encoder_layers") and step <= self.steps:
+            self.norms.append(layer_grad_norm(self.model))
+
+
 def train_measured(
     model: nn.Module,
     batch_fn: Callable[[int], Sequence[Tensor]],
@@ -173,67 +152,18 @@ def train_measured(
 ) -> dict[str, Any]:
     """Train with Chapter 6's loop and measure as it goes. Chapter 10.
 
-    Returns {"history", "steps_to_99", "grad_norm_layer1"}: steps_to_99 is the first step at
-    which the teacher-forced sequence accuracy of the last 10 training batches averages
-    >= 99 % (None if never); grad_norm_layer1 is the mean raw gradient norm of the first
-    encoder block over the first ``grad_steps`` steps (None for models without
-    ``encoder_layers``).
+    Returns {"history", "steps_to_99", "grad_norm_layer1"}: steps_to_99 is
+    :class:`TrainBatchAccuracy`'s ``reached`` (teacher-forced sequence accuracy of the last 10
+    training batches >= 99 %, None if never); grad_norm_layer1 is the mean raw gradient norm
+    of the first encoder block over the first ``grad_steps`` steps (None for models without
+    ``encoder_layers``). The measurements are not counted as training time.
     """
-    accs: list[float] = []
-    grads: list[float] = []
-    reached: list[int] = []
-    has_layers = hasattr(model, "encoder_layers")
-
-    def watch(step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
-        accs.append(sequence_accuracy(logits, batch[-1]))
-        if has_layers and step <= grad_steps:
-            grads.append(layer_grad_norm(model))
-        if not reached and len(accs) >= 10 and sum(accs[-10:]) / 10 >= 0.99:
-            reached.append(step)
-
-    history = train(model, batch_fn, config, progress=False, on_backward=watch)
+    accuracy, grads = TrainBatchAccuracy(0.99, 10), FirstLayerGradNorm(model, grad_steps)
+    history = train(model, batch_fn, config, progress=False, callbacks=[accuracy, grads])
     return {
         "history": history,
-        "steps_to_99": reached[0] if reached else None,
-        "grad_norm_layer1": float(f"{sum(grads) / len(grads):.4g}") if grads else None,
-    }
-
-
-def run_row(
-    model_kwargs: dict[str, Any],
-    train_kwargs: dict[str, Any],
-    variant: dict[str, Any] | None = None,
-    batch_size: int = 64,
-    min_len: int = 3,
-    max_len: int = 10,
-    n_per_length: int = 50,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Build a variant, train it on reversal and measure it: one row of Table 3 in miniature. Chapter 10.
-
-    Returns params, seconds (training only), final_loss (mean of the last 20 steps; None if it
-    is not finite), exact_match (greedy, %, mean over lengths min_len..max_len), steps_to_99
-    and grad_norm_layer1 (see :func:`train_measured`).
-    """
-    config = TransformerConfig(src_vocab_size=VOCAB_SIZE, tgt_vocab_size=VOCAB_SIZE, **model_kwargs)
-    model = build_variant(config, seed=seed, **(variant or {}))
-    generator = torch.Generator().manual_seed(seed)
-    measured = train_measured(model, lambda step: random_batch(batch_size, min_len, max_len, generator),
-                              TrainConfig(**train_kwargs))
-    history = measured["history"]
-    final = sum(history.losses[-20:]) / 20
-    finite = math.isfinite(final)
-    exact = 0.0
-    if finite:
-        results = evaluate_by_length(model, range(min_len, max_len + 1), n_per_length)
-        exact = sum(r["exact_match"] for r in results.values()) / len(results)
-    return {
-        "params": sum(p.numel() for p in model.parameters()),
-        "seconds": round(history.seconds, 2),
-        "final_loss": round(final, 4) if finite else None,
-        "exact_match": round(100 * exact, 1),
-        "steps_to_99": measured["steps_to_99"],
-        "grad_norm_layer1": measured["grad_norm_layer1"],
+        "steps_to_99": accuracy.reached,
+        "grad_norm_layer1": float(f"{sum(grads.norms) / len(grads.norms):.4g}") if grads.norms else None,
     }
 
 
@@ -265,11 +195,3 @@ def seq2seq_counts(T: int, n_layers: int) -> dict[str, dict[str, int]]:
         "gru": {"sequential": T + (T + 1), "path_length": through_state + T + 1},
         "gru_bahdanau": {"sequential": T + (T + 1), "path_length": 2},
     }
-
-
-def load_ablations(path: Path | str = ASSET_PATH) -> dict[str, Any]:
-    """The shipped results of ``benchmarks/ablations.py`` (plain JSON). Chapter 10."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path.name} not found; create it with `python benchmarks/ablations.py`")
-    return json.loads(path.read_text(encoding="utf-8"))

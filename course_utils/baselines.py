@@ -114,11 +114,7 @@ class GRUSeq2Seq(nn.Module):
         return src_mask.reshape(B, T_src)  # (B, 1, 1, T_src) -> (B, T_src)
 
     def first_state(self, memory: Tensor, keep: Tensor) -> Tensor:
-        """The decoder's first state s_0 (B, d_hidden) from memory and the keep-mask (B, T_src). Chapter 10."""
-        return self._first_state(memory, keep)
-
-    def _first_state(self, memory: Tensor, keep: Tensor) -> Tensor:
-        """s_0 from the forward state at the last real token and the backward state at the first."""
+        """s_0 (B, H) from memory (B, T_src, 2H): forward state at the last real token, backward at the first."""
         H = self.config.d_hidden
         last = keep.sum(dim=1).clamp(min=1) - 1  # (B,) index of the last real source token
         fwd = memory[torch.arange(memory.shape[0]), last, :H]  # (B, H)
@@ -165,7 +161,7 @@ class GRUSeq2Seq(nn.Module):
                 else self._keep(src_mask, B, T_src))
         if cache is not None and not isinstance(cache, GRUCache):
             raise TypeError(f"cache must be a GRUCache, got {type(cache).__name__}")
-        s = cache.state if cache is not None and cache.state is not None else self._first_state(memory, keep)
+        s = cache.state if cache is not None and cache.state is not None else self.first_state(memory, keep)
         keys_proj = self.attention.W_h(memory) if self.attention is not None else None  # (B, T_src, H), once
         y = self.tgt_embed(tgt)  # (B, T_tgt, d_embed)
         features, weights = [], []

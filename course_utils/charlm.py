@@ -1,51 +1,30 @@
 """A character language model on tiny Shakespeare: the corpus (shipped, checksummed), its
-vocabulary, batches, n-gram baselines in bits per character, head measurements and a shipped
-checkpoint with its training log. Chapter 8.
+vocabulary, batches, n-gram baselines in bits per character and head measurements. Chapter 8.
 
 The corpus is ``course_utils/assets/tinyshakespeare.txt.gz`` (1,115,394 characters, 65
 distinct), the "tiny Shakespeare" file of Karpathy's char-rnn repository
 (``data/tinyshakespeare/input.txt``); Shakespeare's plays are in the public domain. The
 uncompressed text is checked against its SHA-256 on every load; nothing is downloaded.
-``scripts/train_charlm_checkpoint.py`` re-creates ``course_utils/assets/charlm_shakespeare.pt``.
+The recipe, the seeded run and the shipped model are in :mod:`course_utils.runs.charlm`.
 """
 
 from __future__ import annotations
 
-import copy
 import gzip
 import hashlib
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from .gpt import DecoderOnly, DecoderOnlyConfig
-from .training import TrainConfig, TrainHistory, train
+from .gpt import DecoderOnly
 from .validate import check_fits, check_int, check_number, check_positive_int, check_rank, check_token_ids
 
 ASSETS = Path(__file__).parent / "assets"
 CORPUS_PATH = ASSETS / "tinyshakespeare.txt.gz"
 CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
-CHECKPOINT_PATH = ASSETS / "charlm_shakespeare.pt"
 VAL_FRACTION = 0.1  # the last 10 % of the text is the validation set
-
-# About a minute of training on a quiet 2-core laptop CPU. Sinusoidal positions: a first run with
-# a learned table at Chapter 2's init scale (std 0.02, 2 % of the scaled embeddings) sat near the
-# bigram baseline for ~300 steps and reached only 3.10 bits/char in 800.
-CHARLM_RECIPE: dict[str, Any] = {
-    "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 3, "dropout": 0.0, "norm_first": True,
-              "positional": "sinusoidal", "max_len": 128, "tie_embeddings": True},
-    "train": {"steps": 800, "lr": 5e-3, "warmup": 50, "min_lr": 5e-4, "optimizer": "adamw", "clip": 1.0,
-              "weight_decay": 0.01},
-    "batch_size": 16,
-    "block_size": 128,  # characters per training sequence (= max_len, the context window)
-    "eval_every": 50,  # validation bits/char every 50 steps, on 128 windows
-    "seed": 0,
-}
-
 
 def load_corpus(path: Path | str = CORPUS_PATH, sha256: str = CORPUS_SHA256) -> str:
     """The tiny Shakespeare text, after checking its SHA-256 (ValueError if it differs). Chapter 8."""
@@ -208,72 +187,3 @@ def head_scores(model: DecoderOnly, windows: Tensor, vocab_size: int, length: in
     _, weights = model(torch.cat([first, first], dim=1), return_attention=True)  # (n, 2L) input
     induction = torch.stack([induction_score(w, length) for w in weights])
     return {"previous_token": prev, "induction": induction}
-
-
-# ---------------------------------------------------------------- training and the checkpoint
-def _plain_cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean cross-entropy over every position: language-model batches have no padding."""
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
-def build_charlm(vocab_size: int, recipe: dict[str, Any] | None = None) -> DecoderOnly:
-    """A fresh character LM with the recipe's model settings. Chapter 8."""
-    recipe = recipe or CHARLM_RECIPE
-    return DecoderOnly(DecoderOnlyConfig(vocab_size=vocab_size, **recipe["model"]))
-
-
-def train_charlm(
-    recipe: dict[str, Any] | None = None, progress: bool = True, steps: int | None = None
-) -> tuple[DecoderOnly, TrainHistory, dict[str, Any]]:
-    """Train the character LM from scratch; return (model, history, log with val bits/char by step). Chapter 8."""
-    recipe = copy.deepcopy(recipe or CHARLM_RECIPE)
-    if steps is not None:
-        recipe["train"]["steps"] = steps
-        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
-    torch.manual_seed(recipe["seed"])
-    model = build_charlm(len(vocab), recipe)
-    generator = torch.Generator().manual_seed(recipe["seed"])
-    B, T = recipe["batch_size"], recipe["block_size"]
-    log: dict[str, Any] = {"val_steps": [], "val_bits_per_char": []}
-    every = recipe["eval_every"]
-
-    def evaluate(step: int, m: torch.nn.Module, history: TrainHistory) -> None:
-        if step % every == 0 or step == recipe["train"]["steps"]:
-            log["val_steps"].append(step)
-            log["val_bits_per_char"].append(model_bits_per_char(model, val_ids, T, max_windows=128))
-
-    batch_fn: Callable[[int], tuple[Tensor, Tensor]] = lambda step: lm_batch(train_ids, B, T, generator)
-    history = train(model, batch_fn, TrainConfig(**recipe["train"]), loss_fn=_plain_cross_entropy,
-                    progress=progress, on_step=evaluate)
-    log["train_loss_nats"] = history.losses
-    log["train_seconds"] = round(history.seconds, 1)
-    log["recipe"] = recipe
-    return model, history, log
-
-
-def save_charlm(model: DecoderOnly, log: dict[str, Any], path: Path | str = CHECKPOINT_PATH) -> Path:
-    """Write weights, config, recipe and training log (plain data and tensors only) to ``path``. Chapter 8."""
-    from dataclasses import asdict
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    log = {**log, "train_loss_nats": [round(x, 4) for x in log["train_loss_nats"]],
-           "val_bits_per_char": [round(x, 4) for x in log["val_bits_per_char"]]}
-    torch.save({"config": asdict(model.config), "recipe": log.get("recipe", CHARLM_RECIPE), "log": log,
-                "state_dict": state}, path)
-    return path
-
-
-def load_charlm(path: Path | str = CHECKPOINT_PATH) -> tuple[DecoderOnly, dict[str, Any]]:
-    """(the shipped character LM in eval mode, its training log), loaded with weights_only=True. Chapter 8."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"checkpoint not found at {path.name}; run scripts/train_charlm_checkpoint.py")
-    data = torch.load(path, map_location="cpu", weights_only=True)
-    model = DecoderOnly(DecoderOnlyConfig(**data["config"]))
-    model.load_state_dict(data["state_dict"])
-    return model.eval(), {**data["log"], "recipe": data["recipe"]}

@@ -8,6 +8,13 @@ A batch for the encoder-decoder model is three tensors, all padded with PAD:
 - ``tgt_out`` (B, T):    the reversed string followed by EOS (what it must predict).
 
 ``tgt_in`` is ``tgt_out`` shifted right by one with SOS in front: teacher forcing.
+
+A decoder-only model (Chapter 8) reads the same task as one sequence ``[src; SEP; tgt; EOS]``
+(:func:`one_sequence_batch`). The separator is the ``SOS`` token: in the encoder-decoder it
+tells the decoder "start writing the target", and here it does the same job in the middle of
+one sequence. For ``abc`` the sequence is ``a b c <sos> c b a <eos>``; the model reads it
+shifted (``inputs = seq[:-1]``, ``targets = seq[1:]``) and the targets of the source part are
+``PAD`` so the loss ignores them: the source letters are random, nothing can predict them.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from torch import Tensor
 from .validate import check_positive_int, check_rank, check_str_list
 
 PAD_ID, SOS_ID, EOS_ID = 0, 1, 2
+SEP_ID = SOS_ID  # the separator of the one-sequence layout (Chapter 8)
 LETTERS = string.ascii_lowercase
 SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>")
 ITOS: tuple[str, ...] = SPECIAL_TOKENS + tuple(LETTERS)  # id -> token
@@ -156,3 +164,41 @@ def random_batch(
     """A random reversal batch (src, tgt_in, tgt_out), sampled with tensor ops only. Chapter 6."""
     ids, lengths = random_letter_ids(batch_size, min_len, max_len, generator)
     return batch_from_ids(ids, lengths)
+
+
+def one_sequence_batch(ids: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """(inputs, targets), each (B, 2 n_max + 1), for letter ids (B, T) with lengths (B,). Chapter 8.
+
+    Row with n letters: inputs = ``src SEP rev`` then PAD, targets = n PADs (source part, no
+    loss), then ``rev EOS``, then PAD. Padding sits at the end, where causality hides it.
+    """
+    check_rank("ids", ids, 2, "(B, T) letter ids")
+    check_rank("lengths", lengths, 1, "(B,)")
+    B = ids.shape[0]
+    n_max = int(lengths.max())
+    width = 2 * n_max + 1
+    inputs = torch.full((B, width), PAD_ID, dtype=torch.long)
+    targets = torch.full((B, width), PAD_ID, dtype=torch.long)
+    for row, n in enumerate(lengths.tolist()):
+        src = ids[row, :n]
+        rev = src.flip(0)
+        inputs[row, :n] = src
+        inputs[row, n] = SEP_ID
+        inputs[row, n + 1: 2 * n + 1] = rev
+        targets[row, n: 2 * n] = rev  # predicted at SEP and at every target letter
+        targets[row, 2 * n] = EOS_ID
+    return inputs, targets
+
+
+def make_one_sequence_batch(strings: Sequence[str]) -> tuple[Tensor, Tensor]:
+    """(inputs, targets) of the one-sequence layout for ``strings``. Chapter 8."""
+    if isinstance(strings, str) or not isinstance(strings, Sequence) or len(strings) == 0:
+        raise TypeError(f"strings must be a non-empty list of str, got {type(strings).__name__}")
+    encoded = [encode(s) for s in strings]
+    if any(not e for e in encoded):
+        raise ValueError("every string needs at least one letter")
+    T = max(len(e) for e in encoded)
+    ids = torch.full((len(encoded), T), PAD_ID, dtype=torch.long)
+    for row, e in enumerate(encoded):
+        ids[row, : len(e)] = torch.tensor(e)
+    return one_sequence_batch(ids, torch.tensor([len(e) for e in encoded]))

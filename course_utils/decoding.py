@@ -4,6 +4,7 @@ temperature sampling. Chapter 6.
 All functions take a ``course_utils.model.Transformer`` (anything with ``encode``,
 ``decode`` and ``new_cache``) and a batch of source ids ``src`` (B, T_src), and return the
 generated target ids without the leading SOS; after a sequence's EOS come PAD tokens.
+:func:`reverse_strings_decoder_only` is the same task for Chapter 8's decoder-only model.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
+from .data import EOS_ID, PAD_ID, SEP_ID, SOS_ID, decode, encode, make_batch
+from .gpt import DecoderOnly, generate
 from .masks import padding_mask
+from .sampling import filter_logits, sample_next
 from .validate import (
     check_bool,
-    check_finite,
     check_number,
     check_positive_int,
     check_str_list,
@@ -101,17 +103,10 @@ def sampling_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None =
 
     temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; with ``top_k``
     every token outside the k most likely gets probability 0 (ties at the k-th value are kept).
+    The filtering is :func:`course_utils.sampling.filter_logits`, shared with Chapter 8.
     """
     check_tensor("logits", logits)
-    check_finite("logits", logits, "NaN logits would sample token 0 silently", allow_neg_inf=True)
-    temperature = check_number("temperature", temperature, low=0.0, low_open=True)
-    scaled = logits / temperature  # (..., V)
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
-        if top_k < scaled.shape[-1]:
-            kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest
-            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    return torch.softmax(scaled, dim=-1)
+    return torch.softmax(filter_logits(logits, temperature, top_k), dim=-1)
 
 
 @torch.no_grad()
@@ -126,7 +121,8 @@ def sample_decode(
     """Sample each next token from :func:`sampling_probs` of the logits; ids (B, <= max_len). Chapter 6.
 
     temperature < 1 sharpens the distribution (towards greedy), > 1 flattens it; ``top_k``
-    samples among the k most likely tokens only.
+    samples among the k most likely tokens only. The draw is :func:`course_utils.sampling.sample_next`
+    (one uniform number per row, inverted CDF), so a seeded generator gives the same samples on any CPU.
     """
     _check_inputs(model, src, max_len)
     temperature = check_number("temperature", temperature, low=0.0, low_open=True)
@@ -135,8 +131,7 @@ def sample_decode(
     sampling_probs(torch.zeros(1), temperature, top_k)  # validate top_k before decoding
 
     def sample(logits: Tensor) -> Tensor:
-        probs = sampling_probs(logits, temperature, top_k)  # (B, V)
-        return torch.multinomial(probs, 1, generator=generator).squeeze(1)  # (B,)
+        return sample_next(filter_logits(logits, temperature, top_k), generator)  # (B,)
 
     return _autoregressive(model, src, max_len, sample, use_cache=True)
 
@@ -245,3 +240,25 @@ def sample_reversals(
     ids = sample_decode(model, src, max_len=len(text) + 2, temperature=temperature, generator=generator,
                         top_k=top_k)
     return [decode(row) for row in ids]
+
+
+def reverse_strings_decoder_only(model: DecoderOnly, strings: Sequence[str], extra: int = 2) -> list[str]:
+    """A decoder-only model's greedy (KV-cached) reversal of each string: prompt ``src SEP``, stop at EOS. Chapter 8.
+
+    Strings of equal length share one batch (their prompts line up without padding).
+    """
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a course_utils.gpt.DecoderOnly, got {type(model).__name__}")
+    strings = check_str_list("strings", strings, allow_empty=True)
+    out: list[str | None] = [None] * len(strings)
+    by_length: dict[int, list[int]] = {}
+    for i, s in enumerate(strings):
+        by_length.setdefault(len(s), []).append(i)
+    for n, rows in by_length.items():
+        check_positive_int("string length", n)
+        src = torch.tensor([encode(strings[i]) for i in rows], dtype=torch.long)  # (b, n)
+        prompt = torch.cat([src, torch.full((len(rows), 1), SEP_ID)], dim=1)  # (b, n + 1)
+        new = generate(model, prompt, n + extra, temperature=0, eos_id=EOS_ID, pad_id=PAD_ID)
+        for i, row in zip(rows, new, strict=True):
+            out[i] = decode(row)
+    return [s for s in out if s is not None]

@@ -1,13 +1,19 @@
-"""Evaluation of string reversal: exact match and per-token accuracy by length. Chapter 6."""
+"""Evaluation of string reversal: exact match and per-token accuracy by length. Chapter 6.
+
+Every helper takes an encoder-decoder ``Transformer``, a decoder-only ``DecoderOnly`` (Chapter 8)
+or any function list[str] -> list[str].
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
-from .data import random_strings
+from .data import LETTERS, random_strings
 from .validate import check_int, check_positive_int, check_str_list
 
 
@@ -45,10 +51,20 @@ Predictor = Callable[[list[str]], list[str]]
 
 
 def as_predictor(model_or_fn: nn.Module | Predictor, batch_size: int = 500) -> Predictor:
-    """A function list[str] -> list[str]: a model is wrapped with batched greedy decoding. Chapter 6."""
+    """A function list[str] -> list[str]: a model is wrapped with batched greedy decoding. Chapter 6.
+
+    A ``DecoderOnly`` model (Chapter 8) is wrapped with :func:`~course_utils.decoding.reverse_strings_decoder_only`.
+    """
     check_positive_int("batch_size", batch_size)
+    from .decoding import reverse_strings, reverse_strings_decoder_only
+    from .gpt import DecoderOnly
+
+    if isinstance(model_or_fn, DecoderOnly):
+        def predict_causal(strings: list[str]) -> list[str]:
+            return reverse_strings_decoder_only(model_or_fn, strings)
+
+        return predict_causal
     if isinstance(model_or_fn, nn.Module):
-        from .decoding import reverse_strings
 
         def predict(strings: list[str]) -> list[str]:
             return reverse_strings(model_or_fn, strings, batch_size=batch_size)
@@ -117,3 +133,19 @@ def results_table(results: dict[int, dict[str, float]], train_range: tuple[int, 
             note = "in training range" if train_range[0] <= n <= train_range[1] else "longer than any training string"
         lines.append(f"{n:>6} {100 * r['exact_match']:>11.1f}% {100 * r['token_accuracy']:>10.1f}%  {note}")
     return "\n".join(line.rstrip() for line in lines)
+
+
+def every_string_score(model: nn.Module | Predictor, length: int = 3) -> dict[str, Any]:
+    """Exact match over *every* string of ``length`` letters (26**length of them), no sampling. Chapter 9.
+
+    {"length", "strings", "wrong", "exact_match" (percent), "misses": [[string, output], ...]}.
+    Length 3 is 17,576 strings and takes a second or two; each extra letter costs 26 times more.
+    """
+    check_positive_int("length", length)
+    if length > 4:
+        raise ValueError(f"length must be at most 4 (26**length strings), got {length}")
+    strings = ["".join(letters) for letters in itertools.product(LETTERS, repeat=length)]
+    outputs = as_predictor(model)(strings)
+    misses = [[s, out] for s, out in zip(strings, outputs, strict=True) if out != s[::-1]]
+    return {"length": length, "strings": len(strings), "wrong": len(misses),
+            "exact_match": round(100 * (1 - len(misses) / len(strings)), 2), "misses": misses}

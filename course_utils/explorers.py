@@ -146,7 +146,7 @@ def sampling_explorer(model: nn.Module | None = None, words: Sequence[str] = ("r
                       uid: str = "ch6-sampling-explorer") -> Explorer:
     """Sampling from the trained model; live: any input, temperature 0.1-3, top-k 1-V. Chapter 6."""
     if model is None:
-        from .pretrained import load_reversal_model
+        from .runs.reversal import load_reversal_model
 
         model = load_reversal_model()
     return explore(
@@ -192,7 +192,7 @@ def cross_attention_explorer(model: nn.Module | None = None,
                              uid: str = "ch7-explorer") -> Explorer:
     """The trained model's output and every head's cross-attention; live: any input, any layer. Chapter 7."""
     if model is None:
-        from .pretrained import load_reversal_model
+        from .runs.reversal import load_reversal_model
 
         model = load_reversal_model()
     n_layers = model.config.n_decoder_layers

@@ -8,21 +8,25 @@ the earlier chapters' pieces, imported, not copied.
 API (reads bottom-up in this file):
 
 - ``DecoderOnlyConfig(vocab_size, d_model=64, n_heads=4, d_ff=256, n_layers=4, dropout=0.0,
-  max_len=128, positional="sinusoidal", norm_first=True, tie_embeddings=True)``;
-  ``positional`` is one of ``POSITIONAL_SCHEMES``: "sinusoidal" (fixed table, Chapter 2),
-  "learned" (a trainable table, initialised N(0, 1) like the scaled embeddings), "none" (NoPE:
-  no positional information is added; the causal mask alone lets the model infer positions).
-- ``DecoderOnly(config, pe=None)``: ``pe`` optionally replaces the scheme by any module with
-  ``forward(x (B, T, d_model), offset: int) -> x with positions added``.
-  ``model(tokens (B, T)) -> logits (B, T, V)``; ``model(tokens, return_attention=True)`` ->
-  (logits, [weights (B, h, T, T) per layer]); ``model(new_tokens, cache=model.new_cache())``
-  feeds only new tokens and reuses the cached keys/values (same logits as a full recompute).
+  max_len=128, positional="sinusoidal", norm_first=True, tie_embeddings=True, random_positions=0,
+  random_fraction=1.0, fused_layer_norm=False, sdpa_attention=True)``; ``positional`` is any
+  name of ``POSITIONAL_SCHEMES``, the one registry both model families share (Chapter 9):
+  "sinusoidal" (fixed table, Chapter 2), "learned" (a trainable table, initialised N(0, 1) like
+  the scaled embeddings), "rope", "alibi", "t5" (inside attention), "none" (NoPE: the causal
+  mask alone lets the model infer positions). ``random_positions`` and ``random_fraction``
+  draw random positions in training as in the encoder-decoder; the two kernel switches are
+  Chapter 6's (same function, different speed).
+- ``DecoderOnly(config)``: ``model(tokens (B, T)) -> logits (B, T, V)``;
+  ``model(tokens, return_attention=True)`` -> (logits, [weights (B, h, T, T) per layer]);
+  ``model(new_tokens, cache=model.new_cache())`` feeds only new tokens and reuses the cached
+  keys/values (same logits as a full recompute, for every scheme).
   Right-padded batches need no padding mask: under the causal mask a real token never sees
   the padding that follows it (exclude padded targets from the loss instead).
 - ``generate(model, prompt (B, T0), max_new_tokens, temperature=1.0, top_k=None, top_p=None,
   generator=None, use_cache=True, eos_id=None, pad_id=0)`` -> new ids (B, <= max_new_tokens);
   ``temperature=0`` is greedy decoding.
-- ``top_k_filter``, ``top_p_filter``, ``filter_logits``, ``sample_next``: the sampling pieces.
+- ``top_k_filter``, ``top_p_filter``, ``filter_logits``, ``sample_next``: the sampling pieces,
+  defined in :mod:`course_utils.sampling` (both model families sample through them).
 - ``to_torch_encoder(model)``: an ``nn.TransformerEncoder`` holding a copy of the blocks, the
   independent reference the tests compare with (feed it ``model.embed(tokens)`` and a causal mask).
 """
@@ -37,12 +41,18 @@ import torch
 from torch import Tensor, nn
 
 from .masks import causal_mask
-from .model import EncoderBlock, KVCache, copy_encoder_block_weights, copy_norm_weights
+from .model import (
+    POSITIONAL_SCHEMES,
+    EncoderBlock,
+    KVCache,
+    PositionalScheme,
+    copy_encoder_block_weights,
+    copy_norm_weights,
+)
 from .norm import LayerNorm
-from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
-from .validate import check_finite, check_positive_int, check_rank, check_tensor
-
-POSITIONAL_SCHEMES = ("sinusoidal", "learned", "none")
+from .positional import random_positions as draw_random_positions
+from .sampling import filter_logits, sample_next
+from .validate import check_bool, check_positive_int, check_probability, check_rank
 
 
 @dataclass
@@ -56,9 +66,15 @@ class DecoderOnlyConfig:
     n_layers: int = 4  # causal blocks N
     dropout: float = 0.0  # on embeddings, sub-layer outputs, attention weights, FFN hidden
     max_len: int = 128  # longest sequence (context window), prompt and generated tokens together
-    positional: str = "sinusoidal"  # "sinusoidal", "learned" or "none" (NoPE)
+    positional: str = "sinusoidal"  # one of POSITIONAL_SCHEMES, shared with the encoder-decoder (Chapter 9)
     norm_first: bool = True  # pre-LN (GPT-2 onwards) with a final LayerNorm; False: post-LN as in the paper
     tie_embeddings: bool = True  # the output projection reuses the token embedding matrix
+    random_positions: int = 0  # > 0: in training, positions are a sorted random subset of 0..this-1 (Chapter 9)
+    random_fraction: float = 1.0  # share of training sequences that get random positions
+    # kernels (the same function either way, different speed; Chapter 6 measures them):
+    fused_layer_norm: bool = False  # True: LayerNorm through F.layer_norm instead of the from-scratch formula
+    sdpa_attention: bool = True  # False: explicit attention maths instead of F.scaled_dot_product_attention
+    residual: bool = True  # False: no residual connections (Chapter 10's ablation)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -71,56 +87,39 @@ class DecoderOnlyConfig:
             raise ValueError(f"positional must be one of {POSITIONAL_SCHEMES}, got {self.positional!r}")
         if self.positional == "sinusoidal" and self.d_model % 2 != 0:
             raise ValueError(f"d_model must be even for sinusoidal positional encoding, got {self.d_model}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be a float in [0, 1), got {self.dropout!r}")
-
-
-class NoPositionalEncoding(nn.Module):
-    """NoPE: adds nothing; order reaches the model only through the causal mask. Chapter 8."""
-
-    def __init__(self, max_len: int):
-        super().__init__()
-        self.max_len = check_positive_int("max_len", max_len)
-
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """x: (B, T, d_model) -> x unchanged (positions beyond max_len are refused, like the other schemes)."""
-        if offset + x.shape[1] > self.max_len:
-            raise ValueError(f"sequence of length {x.shape[1]} (offset {offset}) exceeds max_len={self.max_len}")
-        return x
-
-
-def positional_module(scheme: str, d_model: int, max_len: int) -> nn.Module:
-    """The module that adds positions for ``scheme`` in POSITIONAL_SCHEMES. Chapter 8."""
-    if scheme == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len)
-    if scheme == "learned":
-        # std 1: the same scale as sqrt(d_model) * token embedding and as the sinusoidal table; with
-        # Chapter 2's default 0.02 the positions start as 2 % of the signal and attention by position
-        # (a previous-token head) is slow to learn
-        return LearnedPositionalEncoding(max_len, d_model, std=1.0)
-    if scheme == "none":
-        return NoPositionalEncoding(max_len)
-    raise ValueError(f"scheme must be one of {POSITIONAL_SCHEMES}, got {scheme!r}")
+        if self.positional == "rope" and (self.d_model // self.n_heads) % 2 != 0:
+            raise ValueError(f"RoPE needs an even d_k = d_model / n_heads, got {self.d_model // self.n_heads}")
+        check_probability("dropout", self.dropout)
+        for name in ("norm_first", "tie_embeddings", "fused_layer_norm", "sdpa_attention", "residual"):
+            check_bool(name, getattr(self, name))
+        if isinstance(self.random_positions, bool) or not isinstance(self.random_positions, int) \
+                or not 0 <= self.random_positions:
+            raise ValueError(f"random_positions must be an int >= 0 (0 = off), got {self.random_positions!r}")
+        if isinstance(self.random_fraction, bool) or not isinstance(self.random_fraction, (int, float)) \
+                or not 0 < self.random_fraction <= 1:
+            raise ValueError(f"random_fraction must be a number in (0, 1], got {self.random_fraction!r}")
 
 
 class DecoderOnly(nn.Module):
     """A GPT-style decoder-only Transformer: embed + positions, N causal blocks, tied output projection. Chapter 8."""
 
-    def __init__(self, config: DecoderOnlyConfig, pe: nn.Module | None = None):
+    def __init__(self, config: DecoderOnlyConfig):
         super().__init__()
         if not isinstance(config, DecoderOnlyConfig):
             raise TypeError(f"config must be a DecoderOnlyConfig, got {type(config).__name__}")
-        if pe is not None and not isinstance(pe, nn.Module):
-            raise TypeError(f"pe must be an nn.Module with forward(x, offset), got {type(pe).__name__}")
         self.config = c = config
         self.embedding = nn.Embedding(c.vocab_size, c.d_model)
-        self.pe = pe if pe is not None else positional_module(c.positional, c.d_model, c.max_len)
+        # the encoder-decoder's registry of schemes; a learned table starts at std 1, the scale of
+        # sqrt(d_model) * embedding (with Chapter 2's 0.02 the positions start as 2 % of the signal
+        # and attention by position, a previous-token head, is slow to learn)
+        self.positional_scheme = PositionalScheme(c, learned_std=1.0, kinds=("decoder",))
         self.dropout = nn.Dropout(c.dropout)
+        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention, "residual": c.residual}
         self.layers = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first) for _ in range(c.n_layers)
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels) for _ in range(c.n_layers)
         )
         # a pre-LN stack ends with a LayerNorm (the residual stream is never normalised otherwise)
-        self.final_norm: nn.Module = LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.final_norm: nn.Module = LayerNorm(c.d_model, fused=c.fused_layer_norm) if c.norm_first else nn.Identity()
         self.output_projection = nn.Linear(c.d_model, c.vocab_size)  # d_model -> V logits
         self._reset_parameters()
         if c.tie_embeddings:
@@ -128,18 +127,44 @@ class DecoderOnly(nn.Module):
 
     def _reset_parameters(self) -> None:
         # as Chapter 5's Transformer: Xavier-uniform matrices, embeddings N(0, 1/d_model) so that
-        # sqrt(d_model) * embedding has unit scale; a learned position table keeps its own init
+        # sqrt(d_model) * embedding has unit scale; the positional scheme keeps its own init
         for name, p in self.named_parameters():
-            if p.dim() > 1 and not name.startswith("pe."):
+            if p.dim() > 1 and not name.startswith("positional_scheme."):
                 nn.init.xavier_uniform_(p)
         nn.init.normal_(self.embedding.weight, mean=0.0, std=self.config.d_model**-0.5)
+
+    @property
+    def pe(self) -> nn.Module | None:
+        """The absolute positional table added to the embeddings (sinusoidal or learned), else None. Chapter 8."""
+        return self.positional_scheme.table
 
     def new_cache(self) -> KVCache:
         """An empty KVCache with one slot per block, for incremental generation. Chapter 8."""
         return KVCache(self.config.n_layers)
 
-    def embed(self, tokens: Tensor, offset: int = 0) -> Tensor:
-        """tokens (B, T) -> sqrt(d_model) * embedding + positions offset..offset+T-1, then dropout. Chapter 8."""
+    def positions(self, B: int, T: int, offset: int = 0, device: torch.device | None = None) -> Tensor:
+        """Integer positions (B, T) of T tokens after ``offset`` cached ones: offset, offset + 1, ... Chapter 9.
+
+        In training with ``random_positions=N`` each sequence maps 0, 1, 2, ... to a sorted random
+        subset of 0..N-1 instead (for ``random_fraction`` of the sequences), as in the
+        encoder-decoder (Ruoss et al., 2023).
+        """
+        c = self.config
+        pos = torch.arange(offset, offset + T, device=device).expand(B, T)  # (B, T)
+        if self.training and c.random_positions > 0:
+            n = offset + T
+            if n > c.random_positions:
+                raise ValueError(f"sequences of {n} positions do not fit random_positions={c.random_positions}; "
+                                 "build the model with a larger random_positions")
+            table = draw_random_positions(B, n, c.random_positions).to(device)  # (B, n), sorted per row
+            if c.random_fraction < 1:  # some sequences keep the plain positions of evaluation
+                plain = torch.rand(B, 1, device=device) >= c.random_fraction  # (B, 1)
+                table = torch.where(plain, torch.arange(n, device=device).expand(B, n), table)
+            pos = table.gather(1, pos)
+        return pos
+
+    def embed(self, tokens: Tensor, offset: int = 0, positions: Tensor | None = None) -> Tensor:
+        """tokens (B, T) -> sqrt(d_model) * embedding + positions (default offset..offset+T-1), dropout. Chapter 8."""
         check_rank("tokens", tokens, 2, "(B, T) of token ids")
         if tokens.dtype != torch.long:
             raise TypeError(f"tokens must hold token ids as torch.long, got dtype {tokens.dtype}")
@@ -155,8 +180,11 @@ class DecoderOnly(nn.Module):
             raise ValueError(
                 f"tokens holds ids outside [0, {V}), got min {int(tokens.min())} and max {int(tokens.max())}"
             )
+        if positions is None:
+            B, T = tokens.shape
+            positions = torch.arange(offset, offset + T, device=tokens.device).expand(B, T)  # (B, T)
         x = self.embedding(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
-        return self.dropout(self.pe(x, offset=offset))
+        return self.dropout(self.positional_scheme.embed(x, positions))
 
     def forward(
         self, tokens: Tensor, cache: KVCache | None = None, return_attention: bool = False
@@ -173,90 +201,28 @@ class DecoderOnly(nn.Module):
             if cache.n_layers != self.config.n_layers:
                 raise ValueError(f"cache must have one slot per layer ({self.config.n_layers}), got {cache.n_layers}")
             offset = cache.length
-        x = self.embed(tokens, offset)  # (B, T, d_model)
+        check_rank("tokens", tokens, 2, "(B, T) of token ids")
         B, T = tokens.shape
+        if cache is not None and cache.key_keep is not None and cache.key_keep.shape[0] != B:
+            raise ValueError(f"cache holds a batch of {cache.key_keep.shape[0]}, got tokens with batch {B}")
+        positions = self.positions(B, T, offset, tokens.device)  # (B, T)
+        x = self.embed(tokens, offset, positions)  # (B, T, d_model)
         L = offset + T  # keys: the cached tokens and the new ones
-        if offset == 0:
-            mask = causal_mask(T, tokens.device)  # (1, 1, T, T)
-        else:
-            if cache is not None and cache.key_keep is not None and cache.key_keep.shape[0] != B:
-                raise ValueError(f"cache holds a batch of {cache.key_keep.shape[0]}, got tokens with batch {B}")
-            # new query i sits at position offset + i and may see keys 0..offset + i
-            mask = causal_mask(L, tokens.device)[:, :, offset:]  # (1, 1, T, L)
+        # new query i sits at offset + i and may see keys 0..offset + i
+        mask = causal_mask(L, tokens.device)[:, :, offset:]  # (1, 1, T, L)
+        key_pos = positions if cache is None or cache.key_pos is None else torch.cat([cache.key_pos, positions], 1)
+        rel = self.positional_scheme.relation("decoder", positions, key_pos)  # RoPE / ALiBi / T5, else None
         weights: list[Tensor] = []
         for layer, block in enumerate(self.layers):
-            x, w = block(x, mask, need_weights=return_attention, cache=cache, layer=layer)
+            x, w = block(x, mask, need_weights=return_attention, cache=cache, layer=layer, rel=rel)
             if w is not None:
                 weights.append(w)  # (B, h, T, L)
         if cache is not None:
             new_keep = torch.ones(B, T, dtype=torch.bool, device=tokens.device)
             cache.key_keep = new_keep if cache.key_keep is None else torch.cat([cache.key_keep, new_keep], dim=1)
+            cache.key_pos = key_pos
         logits = self.output_projection(self.final_norm(x))  # (B, T, V)
         return (logits, weights) if return_attention else logits
-
-
-# ---------------------------------------------------------------- sampling pieces
-def top_k_filter(logits: Tensor, k: int) -> Tensor:
-    """Keep the k largest logits of each row (..., V), set the others to -inf. Chapter 8.
-
-    Ties with the k-th largest value are all kept.
-    """
-    check_tensor("logits", logits)
-    check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
-    check_positive_int("k", k)
-    if k >= logits.shape[-1]:
-        return logits
-    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest value
-    return logits.masked_fill(logits < kth, float("-inf"))
-
-
-def top_p_filter(logits: Tensor, p: float) -> Tensor:
-    """Nucleus filter: keep the smallest set of most likely tokens whose probability sums to >= p. Chapter 8.
-
-    logits (..., V) -> same shape with the others at -inf; the most likely token is always kept.
-    """
-    check_tensor("logits", logits)
-    check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
-        raise ValueError(f"p must be a number in (0, 1], got {p!r}")
-    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., V)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
-    drop_sorted = mass_before >= p  # the set already reached p without this token
-    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
-    return logits.masked_fill(drop, float("-inf"))
-
-
-def filter_logits(
-    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
-) -> Tensor:
-    """logits / temperature, then top-k, then top-p filtering (each optional). Chapter 8."""
-    check_tensor("logits", logits)
-    check_finite("logits", logits, "a NaN logit cannot be ranked or sampled", allow_neg_inf=True)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number (0 = greedy in generate), got {temperature!r}")
-    logits = logits / temperature
-    if top_k is not None:
-        logits = top_k_filter(logits, top_k)
-    if top_p is not None:
-        logits = top_p_filter(logits, top_p)
-    return logits
-
-
-def sample_next(logits: Tensor, generator: torch.Generator | None = None) -> Tensor:
-    """One id per row of logits (B, V), drawn from softmax(logits) by inverting the CDF. Chapter 8.
-
-    One uniform number per row from ``generator`` picks the first token whose cumulative
-    probability exceeds it, so a seeded generator gives the same tokens on any CPU (up to ties
-    at float precision), unlike kernels whose random stream depends on vectorisation.
-    """
-    check_rank("logits", logits, 2, "(B, V)")
-    check_finite("logits", logits, "NaN logits would sample the last token silently", allow_neg_inf=True)
-    probs = torch.softmax(logits.double(), dim=-1)  # (B, V), double: a stable cumulative sum
-    cdf = probs.cumsum(dim=-1)  # (B, V)
-    u = torch.rand(logits.shape[0], 1, generator=generator, dtype=torch.float64) * cdf[:, -1:]  # (B, 1)
-    ids = (cdf <= u).sum(dim=-1)  # (B,): number of tokens whose cumulative mass is still <= u
-    return ids.clamp(max=logits.shape[-1] - 1)
 
 
 @torch.no_grad()

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from .attention import MultiHeadAttention
 from .masks import causal_mask, combine_masks, padding_mask
-from .norm import LayerNorm
+from .norm import LayerNorm, residual_sublayer
 from .positional import (
     LearnedPositionalEncoding,
     SinusoidalPositionalEncoding,
@@ -72,6 +72,7 @@ class TransformerConfig:
     # kernels (the same function either way, different speed; Chapter 6 measures them):
     fused_layer_norm: bool = False  # True: LayerNorm through F.layer_norm instead of the from-scratch formula
     sdpa_attention: bool = True  # False: explicit attention maths instead of F.scaled_dot_product_attention
+    residual: bool = True  # False: no residual connections (Chapter 10's ablation); same weights either way
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff",
@@ -86,6 +87,7 @@ class TransformerConfig:
         check_probability("dropout", self.dropout)
         check_bool("norm_first", self.norm_first)
         check_bool("tie_embeddings", self.tie_embeddings)
+        check_bool("residual", self.residual)
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "tie_embeddings=True needs one shared vocabulary: src_vocab_size must equal tgt_vocab_size, "
@@ -112,7 +114,6 @@ class TransformerConfig:
 
 
 POSITIONAL_SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
-ADDITIVE_SCHEMES = ("sinusoidal", "learned")  # added to the embeddings; the others act inside attention
 
 
 class PositionalScheme(nn.Module):
@@ -120,10 +121,14 @@ class PositionalScheme(nn.Module):
 
     ``embed(x, positions)`` adds an absolute encoding (sinusoidal, learned) to the embeddings;
     ``relation(kind, q_pos, k_pos)`` returns what one attention needs instead (RoPE, ALiBi, T5),
-    or None. Positions are integer tensors (B, T), one per token.
+    or None. Positions are integer tensors (B, T), one per token. Both model families use it
+    (Chapter 8's ``DecoderOnly`` has one kind of attention, "decoder"): ``config`` needs
+    ``positional``, ``d_model``, ``n_heads`` and ``max_len``; ``learned_std`` is the learned
+    table's initial scale; ``kinds`` the attentions that get a T5 bias table.
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, learned_std: float = 0.02,
+                 kinds: tuple[str, ...] = ("encoder", "decoder", "cross")):
         super().__init__()
         c = config
         self.kind = c.positional
@@ -131,19 +136,25 @@ class PositionalScheme(nn.Module):
         if self.kind == "sinusoidal":
             self.table = SinusoidalPositionalEncoding(c.d_model, c.max_len)
         elif self.kind == "learned":
-            self.table = LearnedPositionalEncoding(c.max_len, c.d_model)
+            self.table = LearnedPositionalEncoding(c.max_len, c.d_model, std=learned_std)
         elif self.kind == "rope":
-            cos, sin = rope_tables(c.max_len, c.d_model // c.n_heads)
+            self.d_k = c.d_model // c.n_heads
+            cos, sin = rope_tables(c.max_len, self.d_k)
             self.register_buffer("cos", cos, persistent=False)  # (max_len, d_k/2)
             self.register_buffer("sin", sin, persistent=False)
         elif self.kind == "alibi":
             self.register_buffer("slopes", alibi_slopes(c.n_heads), persistent=False)  # (h,)
         elif self.kind == "t5":  # one table per kind of attention, shared by the layers of a stack
-            self.t5 = nn.ModuleDict({
-                "encoder": T5RelativeBias(c.n_heads, bidirectional=True),
-                "decoder": T5RelativeBias(c.n_heads, bidirectional=False),
-                "cross": T5RelativeBias(c.n_heads, bidirectional=True),
-            })
+            bidirectional = {"encoder": True, "decoder": False, "cross": True}
+            self.t5 = nn.ModuleDict({k: T5RelativeBias(c.n_heads, bidirectional=bidirectional[k]) for k in kinds})
+
+    def _apply(self, fn, recurse=True):  # noqa: ANN001, ANN202 (the hook behind .double() and .to())
+        """After ``.double()`` the RoPE tables are recomputed in float64, not just cast (Chapter 9)."""
+        super()._apply(fn, recurse)
+        if self.kind == "rope" and self.cos.dtype == torch.float64:
+            cos, sin = rope_tables(self.cos.shape[0], self.d_k, dtype=torch.float64)
+            self.cos, self.sin = cos.to(self.cos.device), sin.to(self.sin.device)
+        return self
 
     def embed(self, x: Tensor, positions: Tensor) -> Tensor:
         """x (B, T, d_model) plus the absolute encoding of positions (B, T), if the scheme has one."""
@@ -247,14 +258,20 @@ class PositionwiseFeedForward(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5."""
+    """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5.
+
+    Each sub-layer runs through Chapter 3's :func:`~course_utils.norm.residual_sublayer`;
+    ``residual=False`` drops the residual connections (Chapter 10) with the same weights.
+    """
 
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
-        fused_layer_norm: bool = False, sdpa_attention: bool = True,
+        fused_layer_norm: bool = False, sdpa_attention: bool = True, residual: bool = True,
     ):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
+        self.residual = check_bool("residual", residual)
+        self.placement = "pre" if norm_first else "post"
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1, self.norm2 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(2))
@@ -276,15 +293,17 @@ class EncoderBlock(nn.Module):
         ``rel``: positions for RoPE / ALiBi / T5 (Chapter 9); None for the paper's model.
         """
         check_float_tensor("x", x, 3, "(B, T, d_model)")
-        if self.norm_first:  # pre-LN: x + Sublayer(LN(x))
-            a, w = cached_self_attention(self.self_attn, self.norm1(x), mask, need_weights, cache, layer, rel)
-            x = x + self.dropout1(a)
-            x = x + self.dropout2(self.ffn(self.norm2(x)))
-        else:  # post-LN, as in the paper: LN(x + Sublayer(x))
-            a, w = cached_self_attention(self.self_attn, x, mask, need_weights, cache, layer, rel)
-            x = self.norm1(x + self.dropout1(a))
-            x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return x, w
+        weights: list[Tensor | None] = []
+
+        def self_attention(h: Tensor) -> Tensor:
+            a, w = cached_self_attention(self.self_attn, h, mask, need_weights, cache, layer, rel)
+            weights.append(w)
+            return self.dropout1(a)
+
+        # pre-LN: x + Sublayer(LN(x)); post-LN, as in the paper: LN(x + Sublayer(x))
+        x = residual_sublayer(x, self_attention, self.norm1, self.placement, self.residual)
+        x = residual_sublayer(x, lambda h: self.dropout2(self.ffn(h)), self.norm2, self.placement, self.residual)
+        return x, weights[0]
 
 
 class KVCache:
@@ -345,10 +364,12 @@ class DecoderBlock(nn.Module):
 
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
-        fused_layer_norm: bool = False, sdpa_attention: bool = True,
+        fused_layer_norm: bool = False, sdpa_attention: bool = True, residual: bool = True,
     ):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
+        self.residual = check_bool("residual", residual)
+        self.placement = "pre" if norm_first else "post"
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -400,19 +421,21 @@ class DecoderBlock(nn.Module):
         check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
         if memory.shape[0] != x.shape[0]:
             raise ValueError(f"memory must have the batch size B={x.shape[0]} of x, got shape {tuple(memory.shape)}")
-        if self.norm_first:  # pre-LN
-            a, w_self = self._self_attention(self.norm1(x), tgt_mask, need_weights, cache, layer, rel_self)
-            x = x + self.dropout1(a)
-            c, w_cross = self._cross_attention(self.norm2(x), memory, src_mask, need_weights, cache, layer, rel_cross)
-            x = x + self.dropout2(c)
-            x = x + self.dropout3(self.ffn(self.norm3(x)))
-        else:  # post-LN, as in the paper
-            a, w_self = self._self_attention(x, tgt_mask, need_weights, cache, layer, rel_self)
-            x = self.norm1(x + self.dropout1(a))
-            c, w_cross = self._cross_attention(x, memory, src_mask, need_weights, cache, layer, rel_cross)
-            x = self.norm2(x + self.dropout2(c))
-            x = self.norm3(x + self.dropout3(self.ffn(x)))
-        return x, w_self, w_cross
+        weights: dict[str, Tensor | None] = {}
+
+        def self_attention(h: Tensor) -> Tensor:
+            a, weights["self"] = self._self_attention(h, tgt_mask, need_weights, cache, layer, rel_self)
+            return self.dropout1(a)
+
+        def cross_attention(h: Tensor) -> Tensor:
+            c, weights["cross"] = self._cross_attention(h, memory, src_mask, need_weights, cache, layer, rel_cross)
+            return self.dropout2(c)
+
+        # pre-LN: x + Sublayer(LN(x)); post-LN, as in the paper: LN(x + Sublayer(x))
+        x = residual_sublayer(x, self_attention, self.norm1, self.placement, self.residual)
+        x = residual_sublayer(x, cross_attention, self.norm2, self.placement, self.residual)
+        x = residual_sublayer(x, lambda h: self.dropout3(self.ffn(h)), self.norm3, self.placement, self.residual)
+        return x, weights["self"], weights["cross"]
 
 
 class Transformer(nn.Module):
@@ -427,7 +450,7 @@ class Transformer(nn.Module):
         self.tgt_embed = self.src_embed if c.tie_embeddings else nn.Embedding(c.tgt_vocab_size, c.d_model)
         self.positional_scheme = PositionalScheme(c)  # sinusoidal by default (Chapter 9 switches it)
         self.dropout = nn.Dropout(c.dropout)
-        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention}
+        kernels = {"fused_layer_norm": c.fused_layer_norm, "sdpa_attention": c.sdpa_attention, "residual": c.residual}
         self.encoder_layers = nn.ModuleList(
             EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels)
             for _ in range(c.n_encoder_layers)

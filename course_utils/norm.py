@@ -8,7 +8,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validate import check_callable, check_choice, check_float_tensor, check_number, check_positive_int, check_rank
+from .validate import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_float_tensor,
+    check_number,
+    check_positive_int,
+    check_rank,
+)
 
 PLACEMENTS = ("post", "pre")
 
@@ -43,16 +51,24 @@ class LayerNorm(nn.Module):
 
 
 def residual_sublayer(
-    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], placement: str = "post"
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: Callable[[Tensor], Tensor], placement: str = "post",
+    residual: bool = True,
 ) -> Tensor:
-    """Post-LN ``norm(x + sublayer(x))`` (the paper) or pre-LN ``x + sublayer(norm(x))``. Chapter 3."""
+    """Post-LN ``norm(x + sublayer(x))`` (the paper) or pre-LN ``x + sublayer(norm(x))``. Chapter 3.
+
+    Every block of Chapters 5 and 8 runs its sub-layers through this function. ``residual=False``
+    drops the ``x +`` (Chapter 10's ablation): ``norm(sublayer(x))`` or ``sublayer(norm(x))``.
+    """
     check_float_tensor("x", x)
     check_callable("sublayer", sublayer, "a function or module (..., d_model) -> (..., d_model)")
     check_callable("norm", norm, "a function or module such as a LayerNorm")
     check_choice("placement", placement, PLACEMENTS)
+    check_bool("residual", residual)
     if placement == "post":
-        return norm(x + sublayer(x))  # normalise the sum: the residual stream passes through every LN
-    return x + sublayer(norm(x))  # normalise the sublayer's input only: the identity path stays clean
+        s = sublayer(x)
+        return norm(x + s if residual else s)  # normalise the sum: the residual stream passes through every LN
+    s = sublayer(norm(x))  # normalise the sublayer's input only: the identity path stays clean
+    return x + s if residual else s
 
 
 class SublayerConnection(nn.Module):

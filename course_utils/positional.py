@@ -12,18 +12,21 @@ from torch import Tensor, nn
 from .validate import check_bool, check_float_tensor, check_int, check_number, check_positive_int, check_rank
 
 
-def sinusoidal_encoding(T: int, d_model: int) -> Tensor:
-    """PE (T, d_model): PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(...). Chapter 2."""
+def sinusoidal_encoding(T: int, d_model: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """PE (T, d_model): PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(...). Chapter 2.
+
+    Computed in ``dtype`` (float64 gives the formula to float64 accuracy).
+    """
     check_positive_int("T", T)
     check_positive_int("d_model", d_model)
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even for sinusoidal PE, got {d_model}")
-    position = torch.arange(T, dtype=torch.float32).unsqueeze(1)  # (T, 1)
+    position = torch.arange(T, dtype=dtype).unsqueeze(1)  # (T, 1)
     inv_freq = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+        torch.arange(0, d_model, 2, dtype=dtype) * (-math.log(10000.0) / d_model)
     )  # (d_model / 2,)
     angles = position * inv_freq  # (T, 1) * (d_model / 2,) -> (T, d_model / 2)
-    pe = torch.zeros(T, d_model)
+    pe = torch.zeros(T, d_model, dtype=dtype)
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles)
     return pe
@@ -38,6 +41,13 @@ class SinusoidalPositionalEncoding(nn.Module):
         super().__init__()
         self.d_model, self.max_len = d_model, check_positive_int("max_len", max_len)
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+
+    def _apply(self, fn, recurse=True):  # noqa: ANN001, ANN202 (the hook behind .double() and .to())
+        """After ``.double()`` (or ``.to(torch.float64)``) the table is recomputed in float64, not just cast."""
+        super()._apply(fn, recurse)
+        if self.pe.dtype == torch.float64:
+            self.pe = sinusoidal_encoding(self.max_len, self.d_model, torch.float64).to(self.pe.device)
+        return self
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """x: (B, T, d_model) -> x + PE[offset : offset + T]."""
@@ -143,15 +153,18 @@ class LearnedPositionalEncoding(nn.Module):
 
 
 # ---------------------------------------------------------------- RoPE (rotary position embedding)
-def rope_tables(T: int, d_k: int, base: float = 10000.0) -> tuple[Tensor, Tensor]:
-    """(cos, sin), each (T, d_k/2): cos(m w_i), sin(m w_i) for positions m < T, w_i = base^(-2i/d_k). Chapter 2."""
+def rope_tables(T: int, d_k: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    """(cos, sin), each (T, d_k/2): cos(m w_i), sin(m w_i) for positions m < T, w_i = base^(-2i/d_k). Chapter 2.
+
+    Computed in float64, returned in ``dtype``.
+    """
     check_positive_int("T", T)
     check_positive_int("d_k", d_k)
     if d_k % 2 != 0:
         raise ValueError(f"d_k must be even for RoPE (dimensions are rotated in pairs), got {d_k}")
     inv_freq = pe_frequencies(d_k, base, dtype=torch.float64)  # (d_k / 2,)
     angles = torch.arange(T, dtype=torch.float64).unsqueeze(1) * inv_freq  # (T, 1) * (d_k/2,) -> (T, d_k/2)
-    return torch.cos(angles).float(), torch.sin(angles).float()
+    return torch.cos(angles).to(dtype), torch.sin(angles).to(dtype)
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, offset: int = 0) -> Tensor:

@@ -3,7 +3,7 @@ Chapter 6.
 
 While the loop runs, the line is rewritten in place (carriage return) every ``min_interval``
 seconds with the step count, the speed and any extra fields (e.g. the loss). When it ends, the
-line is rewritten once more with only the step count, ``training: 450/450 steps``: that final
+line is rewritten once more with only the step count, ``training: 350/350 steps``: that final
 text is what a stored notebook output keeps (``scripts/execute_notebooks.py`` and nbval apply
 the carriage returns), so it is the same on every machine and the HTML book shows it without
 any widget manager. In an IPython kernel the line goes to stdout, elsewhere to stderr.

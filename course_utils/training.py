@@ -7,11 +7,9 @@ target ids and whose other elements are the model's inputs, so ``logits = model(
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -136,8 +134,9 @@ class TrainHistory:
 
     losses: list[float] = field(default_factory=list)
     lrs: list[float] = field(default_factory=list)
-    seconds: float = 0.0  # training time, without the time spent in the on_step hook
-    hook_seconds: float = 0.0  # time spent in the on_step hook (evaluations during training)
+    seconds: float = 0.0  # training time, without the time spent in callbacks
+    callback_seconds: float = 0.0  # time spent in callbacks (evaluations, measurements during training)
+    cpu_seconds: float = 0.0  # CPU time of this process over the training, without the callbacks' CPU time
 
     def smoothed(self, window: int = 50) -> list[float]:
         """Running mean of the loss over the last ``window`` steps (for plots)."""
@@ -149,6 +148,54 @@ class TrainHistory:
                 total -= self.losses[i - window]
             out.append(total / min(i + 1, window))
         return out
+
+
+class Callback:
+    """Something :func:`train` calls during training; override either method or both. Chapter 6.
+
+    ``after_backward(step, logits, batch)`` runs after the backward pass and before clipping, so
+    it can read the raw gradients and score the batch (``logits`` detached).
+    ``after_step(step, model, history)`` runs after the optimiser step (for example an
+    evaluation every few steps; it may switch the model to eval mode, training mode is restored
+    after it); returning True stops training early. The time spent in either is never counted
+    as training time (``history.callback_seconds`` holds it).
+    """
+
+    def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
+        """Called after ``loss.backward()``, before clipping."""
+
+    def after_step(self, step: int, model: nn.Module, history: TrainHistory) -> bool | None:
+        """Called after the optimiser step; return True to stop training."""
+        return None
+
+
+class StepsTo(Callback):
+    """Records ``reached``: the first step at which ``score() >= target``, checked every ``every`` steps. Chapter 6.
+
+    "Steps to 99 %" in this book always means this: the first *checked* step at which a named
+    score reaches the target. The score is given by a subclass (:class:`HeldOutExactMatch` in
+    ``course_utils.runs.reversal``, :class:`course_utils.ablations.TrainBatchAccuracy`), whose
+    name says what it measures.
+    """
+
+    def __init__(self, target: float, every: int = 1):
+        check_number("target", target, 0.0, 1.0)
+        check_positive_int("every", every)
+        self.target, self.every, self.reached = target, every, None
+
+    def score(self, step: int, model: nn.Module) -> float | None:  # pragma: no cover - overridden
+        """The measured score at ``step`` (None: not measured at this step)."""
+        raise NotImplementedError
+
+    def record(self, step: int, value: float | None) -> None:
+        """Keep ``step`` as ``reached`` if it is the first one whose score reaches the target."""
+        if self.reached is None and value is not None and value >= self.target:
+            self.reached = step
+
+    def after_step(self, step: int, model: nn.Module, history: TrainHistory) -> bool | None:
+        if self.reached is None and step % self.every == 0:
+            self.record(step, self.score(step, model))
+        return None
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -171,25 +218,21 @@ def train(
     loss_fn: Callable[..., Tensor] | None = None,
     progress: bool = True,
     desc: str = "training",
-    on_step: Callable[[int, nn.Module, TrainHistory], bool | None] | None = None,
-    on_backward: Callable[[int, Tensor, Sequence[Tensor]], None] | None = None,
+    callbacks: Sequence[Callback] = (),
 ) -> TrainHistory:
     """Train ``model`` for ``config.steps`` steps on batches from ``batch_fn(step)``; return the history. Chapter 6.
 
     Each step: forward, masked cross-entropy, backward, clip the gradient norm, set the
     warm-up + cosine learning rate, optimiser step. ``loss_fn(logits, targets)`` replaces
-    the default masked cross-entropy when given. ``on_step(step, model, history)``, when
-    given, runs after every optimiser step (for example an evaluation every few steps; it may
-    switch the model to eval mode, training mode is restored after it); returning True stops
-    training early. Its time is kept apart in ``history.hook_seconds``.
-    ``on_backward(step, logits, batch)``, when given, runs after the backward pass and before
-    clipping, so it can read the raw gradients and score the batch (Chapter 10 measures
-    gradient norms and steps to 99 % this way).
+    the default masked cross-entropy when given. ``callbacks`` (each a :class:`Callback`) run
+    after the backward pass and after every optimiser step; their time is never counted in
+    ``history.seconds`` (wall clock) nor ``history.cpu_seconds`` (CPU time of this process).
     """
     check_module("model", model)
     check_callable("batch_fn", batch_fn, "a function step -> batch tuple")
-    if on_step is not None:
-        check_callable("on_step", on_step, "a function (step, model, history) -> bool | None")
+    if isinstance(callbacks, Callback) or not isinstance(callbacks, (list, tuple)) or not all(
+            isinstance(c, Callback) for c in callbacks):
+        raise TypeError(f"callbacks must be a list of course_utils.training.Callback, got {callbacks!r:.80}")
     config = TrainConfig() if config is None else config
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -197,8 +240,6 @@ def train(
     if loss_fn is not None:
         check_callable("loss_fn", loss_fn, "a function (logits, targets) -> loss")
     check_bool("progress", progress)
-    if on_backward is not None:
-        check_callable("on_backward", on_backward, "a function (step, logits, batch) -> None")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model must have at least one trainable parameter, got none")
     if loss_fn is None:
@@ -208,7 +249,7 @@ def train(
     optimizer = make_optimizer(model, config)
     history = TrainHistory()
     model.train()
-    start = time.perf_counter()
+    start, cpu_start, cpu_in_callbacks = time.perf_counter(), time.process_time(), 0.0
     bar = TextProgress(config.steps, desc=desc, enabled=progress)
     for step in range(1, config.steps + 1):
         batch = batch_fn(step)
@@ -227,52 +268,28 @@ def train(
                             + (f" of shape {tuple(loss.shape)}" if isinstance(loss, Tensor) else ""))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if on_backward is not None:
-            on_backward(step, logits.detach(), batch)
+        if callbacks:
+            wall, cpu = time.perf_counter(), time.process_time()
+            for callback in callbacks:
+                callback.after_backward(step, logits.detach(), batch)
+            history.callback_seconds += time.perf_counter() - wall
+            cpu_in_callbacks += time.process_time() - cpu
         if config.clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
         history.losses.append(loss.item())
         history.lrs.append(lr)
         bar.update(step, loss=f"{history.losses[-1]:.3f}")
-        if on_step is not None:
-            hook_start = time.perf_counter()
-            stop = on_step(step, model, history)
+        if callbacks:
+            wall, cpu = time.perf_counter(), time.process_time()
+            stop = [callback.after_step(step, model, history) for callback in callbacks]
             model.train()
-            history.hook_seconds += time.perf_counter() - hook_start
-            if stop:
+            history.callback_seconds += time.perf_counter() - wall
+            cpu_in_callbacks += time.process_time() - cpu
+            if any(stop):
                 break
     bar.close()
-    history.seconds = time.perf_counter() - start - history.hook_seconds
+    history.seconds = time.perf_counter() - start - history.callback_seconds
+    history.cpu_seconds = time.process_time() - cpu_start - cpu_in_callbacks
     model.eval()
     return history
-
-
-def train_recipe(
-    recipe: dict[str, Any],
-    build: Callable[[dict[str, Any]], nn.Module],
-    make_batch_fn: Callable[[dict[str, Any], torch.Generator], Callable[[int], Sequence[Tensor]]],
-    progress: bool = True,
-    steps: int | None = None,
-    on_step: Callable[[int, nn.Module, TrainHistory], bool | None] | None = None,
-) -> tuple[nn.Module, TrainHistory]:
-    """Train a fresh model from a recipe dict, seeded; return (model, history). Chapters 6 and 8.
-
-    The one runner behind every shipped reversal checkpoint: ``torch.manual_seed(recipe["seed"])``,
-    then ``build(recipe)`` makes the model, ``make_batch_fn(recipe, generator)`` the data (from
-    a generator seeded the same way) and :func:`train` runs ``recipe["train"]``. ``steps``
-    overrides the recipe's number of steps (smoke runs), capping the warm-up below it. The
-    recipe passed in is not modified.
-    """
-    recipe = copy.deepcopy(recipe)
-    check_bool("progress", progress)
-    if steps is not None:
-        check_positive_int("steps", steps)
-        recipe["train"]["steps"] = steps
-        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps - 1)
-    torch.manual_seed(recipe["seed"])  # parameter initialisation
-    model = build(recipe)
-    generator = torch.Generator().manual_seed(recipe["seed"])  # training data
-    history = train(model, make_batch_fn(recipe, generator), TrainConfig(**recipe["train"]),
-                    progress=progress, on_step=on_step)
-    return model, history

@@ -1,4 +1,5 @@
-"""Seeding and device helpers used by every chapter."""
+"""Helpers every chapter uses: seeding (``set_seed``) and comparisons that print the same on any CPU
+(``max_error``, ``agreement``, ``power_of_ten``)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,6 @@ def set_seed(seed: int = 0) -> torch.Generator:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
-
-
-def get_device(prefer: str = "cpu") -> torch.device:
-    """The device to use: 'cpu' (the course default) or 'cuda' when asked for and available. Chapter 1."""
-    if prefer not in ("cpu", "cuda", "auto"):
-        raise ValueError(f"prefer must be 'cpu', 'cuda' or 'auto', got {prefer!r}")
-    if prefer in ("cuda", "auto") and torch.cuda.is_available():
-        return torch.device("cuda")
-    if prefer == "cuda":
-        raise RuntimeError("prefer='cuda' but no CUDA device is available; use 'cpu'")
-    return torch.device("cpu")
 
 
 def max_error(got: float | torch.Tensor, reference: float | torch.Tensor = 0.0) -> float:

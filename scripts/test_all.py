@@ -81,6 +81,8 @@ def plan() -> list[Step]:
     first, second = halves(NOTEBOOKS)
     steps = [
         Step("ruff", "ruff (code and notebooks)", [str(BIN / "ruff"), "check", "."], weight=2),
+        Step("fresh", "shipped results match the code's recipes",
+             [str(BIN / "python"), "-m", "course_utils.runs", "check"], weight=5),
         Step("unit", "unit tests", pytest("tests", "--ignore=tests/browser", "--ignore=tests/lab", "-q",
                                           "--junitxml=reports/unit.xml"),
              env={"OMP_NUM_THREADS": "1"}, weight=60, junit="unit"),

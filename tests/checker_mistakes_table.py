@@ -913,8 +913,8 @@ import test_exercises_ch08 as t8  # noqa: E402
 from course_utils.exercises import ch08_decoder_only as c8  # noqa: E402
 from course_utils.exercises import ch09_length as c9  # noqa: E402
 from course_utils.exercises import ch10_why_transformer as c10  # noqa: E402
-from course_utils.gpt import top_p_filter  # noqa: E402
 from course_utils.positional import random_positions  # noqa: E402
+from course_utils.sampling import top_p_filter  # noqa: E402
 from course_utils.training import warmup_cosine_scheduler  # noqa: E402
 
 right("6.2", c6.check_train_step, t6.step_ok)

@@ -13,8 +13,6 @@ from course_utils.ablations import (
     KeySizeAttention,
     build_variant,
     layer_grad_norm,
-    load_ablations,
-    run_row,
     seq2seq_counts,
     sequence_accuracy,
     table1_counts,
@@ -24,6 +22,7 @@ from course_utils.data import PAD_ID, VOCAB_SIZE, make_batch
 from course_utils.model import Transformer, TransformerConfig
 from course_utils.norm import LayerNorm
 from course_utils.positional import LearnedPositionalEncoding
+from course_utils.runs.ablations import load_ablations, run_row
 from course_utils.training import TrainConfig
 
 
@@ -52,6 +51,18 @@ def test_no_residual_blocks_compute_sublayer_only(norm_first):
     cache = model.new_cache()
     steps = [model.decode(tgt_in[:, t:t + 1], memory, cache=cache) for t in range(tgt_in.shape[1])]
     torch.testing.assert_close(torch.cat(steps, dim=1)[tgt_in != PAD_ID], full[tgt_in != PAD_ID], atol=1e-5, rtol=1e-4)
+
+
+def test_no_residual_is_a_switch_with_the_same_weights():
+    """Chapter 10's ablation is the blocks' residual switch: same state-dict keys, same weights, other output."""
+    base = build_variant(_config(), seed=1).eval()
+    ablated = build_variant(_config(), residual=False, seed=1).eval()
+    assert type(ablated.encoder_layers[0]) is type(base.encoder_layers[0])
+    assert list(base.state_dict()) == list(ablated.state_dict())
+    for k, v in base.state_dict().items():
+        assert torch.equal(v, ablated.state_dict()[k]), k
+    src, tgt_in, _ = make_batch(["hello", "abc"])
+    assert (base(src, tgt_in) - ablated(src, tgt_in)).abs().max() > 1e-2
 
 
 def test_same_seed_same_base_model_and_variants_differ_only_where_asked():
@@ -157,7 +168,7 @@ def test_shipped_asset_has_every_part():
 
 def test_shipped_baselines_used_chapter_6s_current_recipe():
     # the chapter says "Chapter 6's fast recipe": a change to that recipe must come with a new run
-    from course_utils.pretrained import FAST_RECIPE
+    from course_utils.runs.reversal import FAST_RECIPE
 
     assert load_ablations()["recipe"]["baselines"] == FAST_RECIPE
 

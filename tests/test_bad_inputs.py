@@ -35,13 +35,19 @@ from course_utils import (  # noqa: E402
     norm,
     plots,
     positional,
-    pretrained,
     quiz,
+    runs,
+    sampling,
     schedules,
     student,
     training,
     utils,
 )
+from course_utils.gpt import DecoderOnly, DecoderOnlyConfig  # noqa: E402
+from course_utils.runs import ablations as runs_ablations  # noqa: E402
+from course_utils.runs import charlm as runs_charlm  # noqa: E402
+from course_utils.runs import length as runs_length  # noqa: E402
+from course_utils.runs import reversal as runs_reversal  # noqa: E402
 
 torch.manual_seed(0)
 CFG = model.TransformerConfig(data.VOCAB_SIZE, data.VOCAB_SIZE, d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1,
@@ -58,13 +64,14 @@ REF = analysis.reversal_targets(torch.tensor([3, 4]), 4)
 TMP = Path(tempfile.mkdtemp(prefix="cu-bad-inputs-"))
 (TMP / "empty.pt").write_bytes(b"")
 (TMP / "text.pt").write_text("not a checkpoint")
-_good = pretrained.save_checkpoint(MODEL, pretrained.FAST_RECIPE, TMP / "good.pt")
+_good = runs.save(MODEL, runs_reversal.FAST_RECIPE, TMP / "good.pt")
 (TMP / "truncated.pt").write_bytes(_good.read_bytes()[:200])
 torch.save({"weights": torch.zeros(2)}, TMP / "foreign.pt")
-torch.save({"config": {"d_model": 8}, "recipe": {}, "state_dict": {}}, TMP / "no_vocab.pt")
+torch.save({"kind": "transformer", "config": {"d_model": 8}, "recipe": {}, "results": {}, "state_dict": {}}, TMP / "no_vocab.pt")
 _cfg = dict(vars(CFG))
-torch.save({"config": {**_cfg, "d_model": 16, "d_ff": 8}, "recipe": pretrained.FAST_RECIPE,
-            "state_dict": MODEL.state_dict()}, TMP / "mismatch.pt")
+torch.save({"kind": "transformer", "config": {**_cfg, "d_model": 16, "d_ff": 8}, "recipe": runs_reversal.FAST_RECIPE,
+            "results": {}, "state_dict": MODEL.state_dict()}, TMP / "mismatch.pt")
+torch.save({"kind": "lstm", "config": {}, "recipe": {}, "results": {}, "state_dict": {}}, TMP / "unknown_kind.pt")
 
 Row = tuple[str, Callable[[], Any], type[Exception], tuple[str, ...]]
 ROWS: list[Row] = []
@@ -211,13 +218,13 @@ bad(T, lambda: interactive.explore("ok", [("n", [1])], lambda n: "figure"), Type
 bad(T, lambda: interactive.explore(3, [("n", [1])], lambda n: None), TypeError, "uid must be a str")
 bad(T, lambda: interactive.figure_to_png("fig"), TypeError, "fig must be a matplotlib Figure")
 bad(T, lambda: interactive.FrameExplorer("ok", [("n", ["1"])], {(0,): "png"}), TypeError, "frames must map")
-bad(T, lambda: pretrained.load_reversal_model(42), TypeError, "path must be a str or pathlib.Path", "int")
-bad(T, lambda: pretrained.build_model(["model"]), TypeError, "recipe must be a dict", "list")
-bad(T, lambda: pretrained.build_model({**pretrained.FAST_RECIPE, "model": 5}), TypeError, "recipe['model'] must be a dict")
-bad(T, lambda: pretrained.save_checkpoint(MHA, pretrained.FAST_RECIPE, TMP / "x.pt"), TypeError,
-    "model must be a course_utils.model.Transformer")
-bad(T, lambda: pretrained.reversal_batch_fn(pretrained.FAST_RECIPE, 0), TypeError, "generator must be a torch.Generator")
-bad(T, lambda: pretrained.train_reversal_model(steps=2.0, progress=False), TypeError, "steps must be a positive int")
+bad(T, lambda: runs_reversal.load_reversal_model(42), TypeError, "path must be a str or pathlib.Path", "int")
+bad(T, lambda: runs_reversal.build_model(["model"]), TypeError, "recipe must be a dict", "list")
+bad(T, lambda: runs_reversal.build_model({**runs_reversal.FAST_RECIPE, "model": 5}), TypeError, "recipe['model'] must be a dict")
+bad(T, lambda: runs.save(MHA, runs_reversal.FAST_RECIPE, TMP / "x.pt"), TypeError,
+    "model must be a Transformer or a DecoderOnly", "MultiHeadAttention")
+bad(T, lambda: runs_reversal.reversal_batch_fn(runs_reversal.FAST_RECIPE, 0), TypeError, "generator must be a torch.Generator")
+bad(T, lambda: runs_reversal.train_reversal_model(steps=2.0, progress=False), TypeError, "steps must be a positive int")
 bad(T, lambda: quiz.Question("q?", "yes", "because", choices=["a", "b"]), ValueError, "answer must be the index")
 bad(T, lambda: quiz.Question("q?", 1, "because"), TypeError, "answer of a short-answer question must be a str")
 bad(T, lambda: quiz.Quiz("t", "questions"), TypeError, "questions must be a list of Question")
@@ -343,12 +350,11 @@ bad(R, lambda: interactive.explore("ok", [], lambda: None), ValueError, "control
 bad(R, lambda: interactive.explore("ok", [("n", [1])], lambda n: None, dpi=0), ValueError, "dpi must be a positive int")
 bad(R, lambda: interactive.FrameExplorer("ok", [("n", ["1", "2"])], {(0,): b"png"}), ValueError,
     "frames must have one PNG per combination")
-bad(R, lambda: pretrained.train_reversal_model(steps=0, progress=False), ValueError, "steps must be a positive int")
+bad(R, lambda: runs_reversal.train_reversal_model(steps=0, progress=False), ValueError, "steps must be a positive int")
 bad(R, lambda: quiz.Question("q?", 2, "e", choices=["a", "b"]), ValueError, "answer must be the index of the right choice")
 bad(R, lambda: quiz.Quiz("t", []), ValueError, "a quiz has 1 to 8 questions")
 bad(R, lambda: student.stub_source("### BEGIN SOLUTION\nx = 1\n"), ValueError, "has no matching '### END SOLUTION'")
 bad(R, lambda: student.stub_source("### END SOLUTION\n"), ValueError, "without '### BEGIN SOLUTION'")
-bad(R, lambda: utils.get_device("gpu"), ValueError, "prefer must be 'cpu', 'cuda' or 'auto'", "gpu")
 bad(R, lambda: utils.agreement(1.0, 1.0, tol=0.0), ValueError, "tol must be a positive number")
 bad(R, lambda: utils.agreement(1.0, 1.0, tol=float("nan")), ValueError, "tol must be a positive number")
 bad(R, lambda: utils.max_error(torch.tensor([float("nan")])), ValueError, "got and reference must be finite")
@@ -438,23 +444,23 @@ bad(S, lambda: utils.max_error(torch.zeros(2), torch.zeros(3)), ValueError, "got
 
 # ---------------------------------------------------------------- files: missing, empty, truncated, foreign, mismatched
 F_ = "checkpoint file"
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "missing.pt"), FileNotFoundError, "checkpoint not found at missing.pt")
-bad(F_, lambda: pretrained.load_reversal_model(TMP), ValueError, "path must be a checkpoint file", "directory")
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "empty.pt"), ValueError, "path must be a checkpoint", "empty.pt")
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "text.pt"), ValueError, "path must be a checkpoint", "text.pt")
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "truncated.pt"), ValueError, "path must be a checkpoint",
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "missing.pt"), FileNotFoundError, "checkpoint not found at missing.pt")
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP), ValueError, "path must be a checkpoint file", "directory")
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "empty.pt"), ValueError, "path must be a checkpoint", "empty.pt")
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "text.pt"), ValueError, "path must be a checkpoint", "text.pt")
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "truncated.pt"), ValueError, "path must be a checkpoint",
     "truncated.pt")
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "foreign.pt"), ValueError, "path must be a checkpoint written by",
-    "'config'")
-bad(F_, lambda: pretrained.checkpoint_recipe(TMP / "foreign.pt"), ValueError, "path must be a checkpoint written by")
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "no_vocab.pt"), ValueError, "the checkpoint's config must hold",
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "foreign.pt"), ValueError, "path must be a checkpoint written by",
+    "'kind'")
+bad(F_, lambda: runs_reversal.checkpoint_recipe(TMP / "foreign.pt"), ValueError, "path must be a checkpoint written by")
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "no_vocab.pt"), ValueError, "the checkpoint's config must hold",
     "missing ['src_vocab_size', 'tgt_vocab_size']")
-bad(F_, lambda: pretrained.load_reversal_model(TMP / "mismatch.pt"), ValueError, "weights fit its config")
-bad(F_, lambda: pretrained.build_model({k: v for k, v in pretrained.FAST_RECIPE.items() if k != "model"}), ValueError,
+bad(F_, lambda: runs_reversal.load_reversal_model(TMP / "mismatch.pt"), ValueError, "weights fit its config")
+bad(F_, lambda: runs_reversal.build_model({k: v for k, v in runs_reversal.FAST_RECIPE.items() if k != "model"}), ValueError,
     "recipe must have the keys", "['model']")
-bad(F_, lambda: pretrained.build_model({**pretrained.FAST_RECIPE, "model": {"d_modle": 8}}), ValueError,
+bad(F_, lambda: runs_reversal.build_model({**runs_reversal.FAST_RECIPE, "model": {"d_modle": 8}}), ValueError,
     "recipe['model'] must hold TransformerConfig fields", "d_modle")
-bad(F_, lambda: pretrained.train_reversal_model({"model": {}}, progress=False), ValueError, "recipe must have the keys")
+bad(F_, lambda: runs_reversal.train_reversal_model({"model": {}}, progress=False), ValueError, "recipe must have the keys")
 
 
 # ================================================================ issue 23: classes of bad input (helper "robust")
@@ -483,7 +489,7 @@ bad(I_, lambda: baselines.GRUConfig(29, d_embed=np.float64(8)), TypeError, "d_em
 bad(I_, lambda: baselines.GRUConfig(29, pad_id=np.int64(40)), ValueError, "pad_id must be an int in [0, 28]")
 bad(I_, lambda: charlm.lm_batch(IDS, 2.0, 4), TypeError, "batch_size must be a positive int")
 bad(I_, lambda: charlm.ngram_bits_per_char(IDS, IDS, 1.0, 5), TypeError, "order must be an int in [0, 2]")
-bad(I_, lambda: gpt.top_k_filter(torch.randn(2, 30), torch.tensor(True)), TypeError, "k must be a positive int")
+bad(I_, lambda: sampling.top_k_filter(torch.randn(2, 30), torch.tensor(True)), TypeError, "k must be a positive int")
 bad(I_, lambda: utils.set_seed(np.float64(1.0)), TypeError, "seed must be an int")
 bad(I_, lambda: _tc(steps=True), TypeError, "steps must be a positive int", "bool")
 
@@ -494,11 +500,11 @@ bad(N_, lambda: training.masked_cross_entropy(torch.full((1, 3, 29), NAN), SRC[:
     "logits must hold finite numbers", "87 NaN", "makes the loss NaN")
 bad(N_, lambda: training.masked_cross_entropy(torch.full((1, 3, 29), float("inf")), SRC[:1]), ValueError,
     "logits must hold finite numbers", "87 infinite")
-bad(N_, lambda: gpt.sample_next(torch.full((1, 30), NAN)), ValueError, "logits must hold finite numbers or -inf", "NaN")
-bad(N_, lambda: gpt.sample_next(torch.full((1, 30), float("-inf"))), ValueError, "at least one value above -inf")
-bad(N_, lambda: gpt.filter_logits(torch.full((1, 30), NAN), top_k=3), ValueError, "logits must hold finite numbers or -inf")
-bad(N_, lambda: gpt.top_p_filter(torch.tensor([[0.0, NAN]]), 0.9), ValueError, "logits must hold finite numbers or -inf", "1 NaN")
-bad(N_, lambda: gpt.top_k_filter(torch.tensor([[0.0, NAN]]), 1), ValueError, "cannot be ranked")
+bad(N_, lambda: sampling.sample_next(torch.full((1, 30), NAN)), ValueError, "logits must hold finite numbers or -inf", "NaN")
+bad(N_, lambda: sampling.sample_next(torch.full((1, 30), float("-inf"))), ValueError, "at least one value above -inf")
+bad(N_, lambda: sampling.filter_logits(torch.full((1, 30), NAN), top_k=3), ValueError, "logits must hold finite numbers or -inf")
+bad(N_, lambda: sampling.top_p_filter(torch.tensor([[0.0, NAN]]), 0.9), ValueError, "logits must hold finite numbers or -inf", "1 NaN")
+bad(N_, lambda: sampling.top_k_filter(torch.tensor([[0.0, NAN]]), 1), ValueError, "cannot be ranked")
 bad(N_, lambda: decoding.sampling_probs(torch.full((1, 29), NAN)), ValueError, "logits must hold finite numbers or -inf",
     "token 0")
 bad(N_, lambda: decoding.sampling_probs(torch.tensor([[0.0, float("inf")]])), ValueError, "1 infinite")
@@ -618,7 +624,7 @@ ACCEPT: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
     ("TrainConfig", lambda: _tc(steps=np.int64(4), warmup=np.int64(1)), lambda: _tc(steps=4, warmup=1)),
     ("ngram", lambda: charlm.ngram_bits_per_char(IDS, IDS, np.int64(2), np.int64(5)), lambda: charlm.ngram_bits_per_char(IDS, IDS, 2, 5)),
     ("set_seed", lambda: utils.set_seed(np.int64(3)).initial_seed(), lambda: utils.set_seed(3).initial_seed()),
-    ("top_k_filter", lambda: gpt.top_k_filter(torch.arange(30.0)[None], torch.tensor(3)), lambda: gpt.top_k_filter(torch.arange(30.0)[None], 3)),
+    ("top_k_filter", lambda: sampling.top_k_filter(torch.arange(30.0)[None], torch.tensor(3)), lambda: sampling.top_k_filter(torch.arange(30.0)[None], 3)),
 ]
 
 
@@ -635,6 +641,66 @@ def test_integral_sizes_of_any_kind_are_accepted(case: tuple[str, Callable[[], A
     _, call, plain = case
     assert _same(call(), plain())
 
+
+# ---------------------------------------------------------------- runs/ and the modules issue 19 changed (runs helper)
+U = "runs, callbacks, checkpoints"
+bad(U, lambda: training.train(MODEL, lambda s: data.random_batch(2, 3, 4), _tc(steps=1, warmup=0), progress=False,
+                              callbacks=[lambda *a: None]), TypeError, "callbacks must be a list of course_utils.training.Callback")
+bad(U, lambda: training.train(MODEL, lambda s: data.random_batch(2, 3, 4), _tc(steps=1, warmup=0), progress=False,
+                              callbacks=training.Callback()), TypeError, "callbacks must be a list")
+bad(U, lambda: training.StepsTo(99, 25), ValueError, "target must be a number in [0, 1]")
+bad(U, lambda: training.StepsTo(0.99, 0), ValueError, "every must be a positive int")
+bad(U, lambda: runs.with_steps(runs_reversal.FAST_RECIPE, 0), ValueError, "steps must be a positive int")
+bad(U, lambda: runs.with_steps(runs_reversal.FAST_RECIPE, 2.5), TypeError, "steps must be a positive int")
+bad(U, lambda: runs.run("FAST", runs_reversal.build_model, runs_reversal.reversal_batch_fn), TypeError, "recipe must be a dict", "str")
+bad(U, lambda: runs.run({"model": {}}, runs_reversal.build_model, runs_reversal.reversal_batch_fn), ValueError,
+    "recipe must have the keys", "train")
+bad(U, lambda: runs.save(MODEL, runs_reversal.FAST_RECIPE, TMP / "r.pt", results=[1]), TypeError, "results must be a dict or None", "list")
+bad(U, lambda: runs.save(MODEL, runs_reversal.FAST_RECIPE, 3), TypeError, "path must be a str or pathlib.Path", "int")
+bad(U, lambda: runs.save(MODEL, "recipe", TMP / "r.pt"), TypeError, "recipe must be a dict", "str")
+bad(U, lambda: runs.load(TMP / "unknown_kind.pt"), ValueError, "the checkpoint's kind must be one of", "'lstm'")
+bad(U, lambda: runs.load(TMP / "missing.pt"), FileNotFoundError, "checkpoint not found at missing.pt", "train_checkpoint.py")
+bad(U, lambda: runs.asset_path("../secret.pt"), ValueError, "name must be a file name in course_utils/assets")
+bad(U, lambda: runs.load_asset("nothing_here.json"), FileNotFoundError, "nothing_here.json not found")
+bad(U, lambda: runs.load_asset("tinyshakespeare.txt.gz"), ValueError, "name must end in .json or .pt")
+bad(U, lambda: runs_reversal.load_reversal_model(runs_reversal.CHECKPOINT_PATH.with_name("reversal_decoder_only.pt")), ValueError,
+    "path must hold an encoder-decoder Transformer", "DecoderOnly")
+bad(U, lambda: runs_reversal.load_decoder_only_reversal(runs_reversal.CHECKPOINT_PATH), ValueError, "path must hold a DecoderOnly", "Transformer")
+bad(U, lambda: runs_reversal.build_decoder_only({"model": {}}), ValueError, "recipe must have the keys")
+bad(U, lambda: runs_reversal.one_sequence_batch_fn(runs_reversal.DECODER_ONLY_RECIPE, 0), TypeError, "generator must be a torch.Generator")
+bad(U, lambda: runs_reversal.run_reversal([1]), TypeError, "recipe must be a dict", "list")
+bad(U, lambda: runs_charlm.build_charlm(65, {"model": {}}), ValueError, "recipe must have the keys", "block_size")
+bad(U, lambda: runs_length.scheme_recipe("rotary"), ValueError, "name must be one of", "'rotary'")
+bad(U, lambda: runs_length.scheme_recipe("rope", 0), ValueError, "min_len must be a positive int")
+bad(U, lambda: runs_length.scheme_recipe("rope", steps=-1), ValueError, "steps must be a positive int")
+bad(U, lambda: runs_length.checkpoint_path("nope-causal"), ValueError, "name must be one of")
+bad(U, lambda: runs_length.position_gap(MODEL), ValueError, "model must be a Transformer built with random_positions > 0")
+bad(U, lambda: runs_ablations.run_row({"d_model": 8}, {"steps": 0}), ValueError, "steps must be a positive int")
+bad(U, lambda: evaluation.every_string_score(lambda s: s, 5), ValueError, "length must be at most 4")
+bad(U, lambda: evaluation.every_string_score(lambda s: s, 0), ValueError, "length must be a positive int")
+bad(U, lambda: decoding.reverse_strings_decoder_only(MODEL, ["abc"]), TypeError, "model must be a course_utils.gpt.DecoderOnly",
+    "Transformer")
+bad(U, lambda: data.make_one_sequence_batch("abc"), TypeError, "strings must be a non-empty list of str", "str")
+bad(U, lambda: data.make_one_sequence_batch(["ab", ""]), ValueError, "every string needs at least one letter")
+bad(U, lambda: data.one_sequence_batch(SRC[0], torch.tensor([3])), ValueError, "ids must have 2 dimensions")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, positional="rotary"), ValueError, "positional must be one of", "'rotary'")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, d_model=12, n_heads=4, positional="rope"), ValueError, "RoPE needs an even d_k", "3")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_positions=-1), ValueError, "random_positions must be an int >= 0")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_fraction=0), ValueError, "random_fraction must be a number in (0, 1]")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, fused_layer_norm="yes"), TypeError, "fused_layer_norm must be True or False")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, residual=0), TypeError, "residual must be True or False")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, dropout=1.5), ValueError, "dropout")
+bad(U, lambda: DecoderOnly(DecoderOnlyConfig(vocab_size=5, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8,
+                                             random_positions=4)).train()(torch.zeros(1, 6, dtype=torch.long)), ValueError,
+    "do not fit random_positions=4")
+bad(U, lambda: _mc(residual="no"), TypeError, "residual must be True or False")
+bad(U, lambda: norm.residual_sublayer(X, torch.relu, LN, residual=None), TypeError, "residual must be True or False")
+bad(U, lambda: sampling.filter_logits(torch.zeros(1, 4), 0.0), ValueError, "temperature must be a positive number")
+bad(U, lambda: sampling.filter_logits(torch.zeros(1, 4), 1.0, top_k=0), ValueError, "top_k must be a positive int")
+bad(U, lambda: sampling.filter_logits(torch.zeros(1, 4), 1.0, top_p=1.5), ValueError, "top_p must be a number in (0, 1]")
+bad(U, lambda: sampling.sample_next(torch.zeros(4)), ValueError, "logits must have 2 dimensions")
+bad(U, lambda: decoding.sampling_probs(torch.zeros(4), 1.0, top_k=0), ValueError, "top_k must be a positive int")
+# ---------------------------------------------------------------- end of the runs helper's block
 
 def _run(row: Row) -> BaseException | None:
     try:

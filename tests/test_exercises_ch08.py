@@ -13,7 +13,7 @@ from course_utils.exercises.ch08_decoder_only import (
     check_target_only_targets,
     check_trigram_bits,
 )
-from course_utils.gpt import top_k_filter, top_p_filter
+from course_utils.sampling import top_k_filter, top_p_filter
 
 
 def stub(*args, **kwargs):

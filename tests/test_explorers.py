@@ -13,7 +13,7 @@ from course_utils import explorers  # noqa: E402
 from course_utils.analysis import alignment_score, reversal_targets  # noqa: E402
 from course_utils.data import EOS_ID, make_batch  # noqa: E402
 from course_utils.decoding import reverse_strings  # noqa: E402
-from course_utils.pretrained import load_reversal_model  # noqa: E402
+from course_utils.runs.reversal import load_reversal_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")

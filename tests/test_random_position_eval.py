@@ -82,7 +82,7 @@ def test_shipped_extra_rows_match_the_experiment() -> None:
     import json
     from importlib.resources import files
 
-    from course_utils.length_generalisation import STEPS, TEST_LENGTHS, load_results
+    from course_utils.runs.length import STEPS, TEST_LENGTHS, load_results
 
     extra = json.loads(files("course_utils.assets").joinpath("length_extra_rows.json").read_text())
     assert extra["steps"] == STEPS and extra["train_lengths"] == load_results()["train_lengths"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from torch import nn
 
 from course_utils.data import PAD_ID, VOCAB_SIZE, random_batch
 from course_utils.model import Transformer, TransformerConfig
-from course_utils.training import TrainConfig, TrainHistory, masked_cross_entropy, train
+from course_utils.training import Callback, StepsTo, TrainConfig, TrainHistory, masked_cross_entropy, train
 
 
 def test_loss_ignores_pad_hand_checked():
@@ -64,43 +65,78 @@ def test_train_bad_arguments():
         train(model, lambda s: (torch.zeros(1, 2),) * 2, TrainConfig(steps=2, warmup=0, optimizer="sgd"))
 
 
-def test_on_step_hook_sees_every_step_restores_train_mode_and_can_stop():
+def test_callback_after_step_sees_every_step_restores_train_mode_and_can_stop():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding(5, 8), nn.Linear(8, 5))
     x = torch.randint(0, 5, (4, 3), generator=torch.Generator().manual_seed(0))  # ids 0-4; pad_id 5 never occurs
     seen, modes = [], []
 
-    def hook(step, m, history):
-        seen.append((step, len(history.losses)))
-        modes.append(m.training)
-        m.eval()  # an evaluation would do this; the loop must switch back
-        return step == 7
+    class Stop(Callback):
+        def after_step(self, step, m, history):
+            seen.append((step, len(history.losses)))
+            modes.append(m.training)
+            m.eval()  # an evaluation would do this; the loop must switch back
+            return step == 7
 
     plain = lambda logits, targets: nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1))
     history = train(model, lambda step: (x, x), TrainConfig(steps=20, warmup=0), loss_fn=plain,
-                    progress=False, on_step=hook)
+                    progress=False, callbacks=[Stop()])
     assert seen == [(s, s) for s in range(1, 8)]  # called after each step, with that step's loss recorded
     assert all(modes)  # training mode restored before every step
-    assert len(history.losses) == 7 and history.hook_seconds >= 0
-    with pytest.raises(TypeError, match="on_step"):
-        train(model, lambda step: (x, x), TrainConfig(steps=2, warmup=0), progress=False, on_step=3)
+    assert len(history.losses) == 7 and history.callback_seconds >= 0
+    with pytest.raises(TypeError, match="callbacks must be a list of course_utils.training.Callback"):
+        train(model, lambda step: (x, x), TrainConfig(steps=2, warmup=0), progress=False, callbacks=[3])
+    with pytest.raises(TypeError, match="callbacks must be a list"):
+        train(model, lambda step: (x, x), TrainConfig(steps=2, warmup=0), progress=False, callbacks=Stop())
 
 
-def test_on_backward_sees_raw_gradients_before_clipping():
+def test_callback_after_backward_sees_raw_gradients_before_clipping():
     torch.manual_seed(0)
     model = nn.Linear(3, 4)
     x, y = torch.randn(2, 1, 3) * 100, torch.tensor([[1], [2]])  # large inputs: gradients far above the clip
     seen = []
 
-    def record(step, logits, batch):
-        assert logits.shape == (2, 1, 4) and not logits.requires_grad and batch[-1] is y
-        seen.append((step, float(torch.linalg.vector_norm(model.weight.grad))))
+    class Record(Callback):
+        def after_backward(self, step, logits, batch):
+            assert logits.shape == (2, 1, 4) and not logits.requires_grad and batch[-1] is y
+            seen.append((step, float(torch.linalg.vector_norm(model.weight.grad))))
 
-    train(model, lambda s: (x, y), TrainConfig(steps=3, warmup=0, clip=1e-3), progress=False, on_backward=record)
+    train(model, lambda s: (x, y), TrainConfig(steps=3, warmup=0, clip=1e-3), progress=False, callbacks=[Record()])
     assert [s for s, _ in seen] == [1, 2, 3]
-    assert seen[0][1] > 1.0  # unclipped: clipping happens after the hook
-    with pytest.raises(TypeError, match="on_backward must be a function"):
-        train(model, lambda s: (x, y), TrainConfig(steps=1, warmup=0), progress=False, on_backward=3)
+    assert seen[0][1] > 1.0  # unclipped: clipping happens after the callback
+
+
+def test_callback_time_is_never_training_time():
+    model = nn.Linear(3, 4)
+    x, y = torch.randn(2, 1, 3), torch.tensor([[1], [2]])
+
+    class Slow(Callback):
+        def after_backward(self, step, logits, batch):
+            time.sleep(0.05)
+
+        def after_step(self, step, model, history):
+            time.sleep(0.05)
+            sum(i * i for i in range(20000))  # some CPU time too
+
+    history = train(model, lambda s: (x, y), TrainConfig(steps=4, warmup=0), progress=False, callbacks=[Slow()])
+    assert history.callback_seconds >= 0.4  # 4 steps x 2 callbacks x 50 ms
+    assert history.seconds < history.callback_seconds  # the sleeps are not in the training time
+    assert history.cpu_seconds >= 0
+
+
+def test_steps_to_records_the_first_checked_step_reaching_the_target():
+    class Scripted(StepsTo):
+        def score(self, step, model):
+            return {2: 0.5, 4: 0.995, 6: 0.9, 8: 1.0}.get(step)
+
+    model = nn.Linear(3, 4)
+    x, y = torch.randn(2, 1, 3), torch.tensor([[1], [2]])
+    tracker = Scripted(0.99, every=2)
+    train(model, lambda s: (x, y), TrainConfig(steps=8, warmup=0), progress=False, callbacks=[tracker])
+    assert tracker.reached == 4  # the first checked step at or above the target; later dips do not undo it
+    with pytest.raises(ValueError, match="target"):
+        Scripted(1.5)
+
 
 
 def test_warmup_cosine_scheduler_follows_the_schedule():

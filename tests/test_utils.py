@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.utils import agreement, get_device, max_error, power_of_ten, set_seed
+from course_utils.utils import agreement, max_error, power_of_ten, set_seed
 
 
 def test_set_seed_makes_everything_repeatable() -> None:
@@ -27,16 +27,6 @@ def test_set_seed_accepts_large_seeds_and_rejects_non_ints() -> None:
     for bad in (1.5, "0", True):
         with pytest.raises(TypeError, match="seed must be an int"):
             set_seed(bad)  # type: ignore[arg-type]
-
-
-def test_get_device() -> None:
-    assert get_device() == torch.device("cpu")
-    assert get_device("auto").type in ("cpu", "cuda")
-    with pytest.raises(ValueError, match="prefer must be 'cpu', 'cuda' or 'auto', got 'gpu'"):
-        get_device("gpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(RuntimeError, match="no CUDA device"):
-            get_device("cuda")
 
 
 def test_max_error_is_the_largest_absolute_difference() -> None:

@@ -19,7 +19,7 @@ from ..data import EOS_ID, PAD_ID, SOS_ID, VOCAB_SIZE, make_batch, random_batch
 from ..decoding import greedy_decode
 from ..masks import padding_mask
 from ..model import Transformer, TransformerConfig
-from ..pretrained import load_reversal_model
+from ..runs.reversal import load_reversal_model
 from ..schedules import warmup_cosine_lr
 from ..training import warmup_cosine_scheduler
 from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor, spell

@@ -9,10 +9,10 @@ import torch
 from torch import Tensor, nn
 
 from ..charlm import ngram_bits_per_char
-from ..data import PAD_ID
-from ..gpt import DecoderOnly, DecoderOnlyConfig, generate, top_k_filter, top_p_filter
+from ..data import PAD_ID, SEP_ID, make_one_sequence_batch
+from ..gpt import DecoderOnly, DecoderOnlyConfig, generate
 from ..model import KVCache
-from ..reversal_lm import SEP_ID, make_one_sequence_batch
+from ..sampling import top_k_filter, top_p_filter
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
 
 

@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..ablations import load_ablations, table1_counts
+from ..ablations import table1_counts
+from ..runs.ablations import load_ablations
 from .core import CheckFailed, call_student, checker, expect_close
 
 

@@ -1,14 +1,14 @@
-"""Tests of course_utils.length_generalisation (Chapter 9): recipes, shipped checkpoints and results."""
+"""Tests of course_utils.runs.length (Chapter 9): recipes, shipped checkpoints and results."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from course_utils.length_generalisation import (
+from course_utils.runs import read_checkpoint
+from course_utils.runs.length import (
     CAUSAL_SCHEMES,
     LOSER,
-    RESULTS_PATH,
     SCHEMES,
     STEPS,
     WINNER,
@@ -19,7 +19,7 @@ from course_utils.length_generalisation import (
     load_scheme_model,
     scheme_recipe,
 )
-from course_utils.pretrained import FAST_RECIPE, checkpoint_recipe
+from course_utils.runs.reversal import DECODER_ONLY_RECIPE, FAST_RECIPE, checkpoint_recipe
 
 
 def test_every_scheme_shares_the_model_and_budget():
@@ -38,6 +38,8 @@ def test_every_scheme_shares_the_model_and_budget():
     with pytest.raises(ValueError, match="name must be one of"):
         checkpoint_path("nope-causal")
     assert set(CAUSAL_SCHEMES).isdisjoint(SCHEMES)
+    causal = scheme_recipe("nope-causal")  # Chapter 8's decoder-only recipe, same budget
+    assert causal["model"]["n_layers"] == DECODER_ONLY_RECIPE["model"]["n_layers"] and causal["train"]["steps"] == STEPS
 
 
 def test_shipped_checkpoints_load_with_their_recipes():
@@ -71,19 +73,18 @@ def test_results_asset_has_every_scheme_and_length():
     win = results["schemes"][WINNER]["exact_match"]
     assert min(win[str(n)] for n in range(11, 21)) >= 95  # at the experiment's budget
     assert max(results["schemes"][LOSER]["exact_match"][str(n)] for n in range(12, 41)) <= 5
-    assert "variant_40_5" in results
-    with pytest.raises(FileNotFoundError, match="benchmarks/length_generalisation.py"):
-        load_results(RESULTS_PATH.with_name("missing.json"))
+    assert "variant_40_5" in results and results["recipe"]["schemes"][WINNER] == scheme_recipe(WINNER)
 
 
 def test_shipped_winner_curve():
-    recipe = checkpoint_recipe(checkpoint_path(WINNER))
-    curve = recipe["curve"]["exact_match"]
+    shipped = read_checkpoint(checkpoint_path(WINNER))
+    recipe, results = shipped["recipe"], shipped["results"]
+    curve = results["curve"]["exact_match"]
     assert recipe["train"]["steps"] == WINNER_STEPS
     # the issue's bar: >= 99.5 % at every training length 3-10 and >= 95 % at every length 11-20
     assert min(curve[str(n)] for n in range(3, 11)) >= 99.5 and min(curve[str(n)] for n in range(11, 21)) >= 95
     assert min(curve[str(n)] for n in range(21, 41)) >= 90  # and the curve out to 40 holds up
-    inside = recipe["inside_curve"]  # 1000 other strings per training length: one miss is 0.1 %
+    inside = results["inside_curve"]  # 1000 other strings per training length: one miss is 0.1 %
     assert inside["n_per_length"] == 1000 and list(inside["exact_match"]) == [str(n) for n in range(3, 11)]
     assert min(inside["exact_match"].values()) >= 99.5
 
@@ -95,7 +96,7 @@ def test_random_positions_only_in_training():
 
 
 def test_position_gap_compares_training_and_plain_positions():
-    from course_utils.length_generalisation import position_gap
+    from course_utils.runs.length import position_gap
 
     winner = load_scheme_model(WINNER)
     gap = position_gap(winner, n_strings=64)
@@ -112,7 +113,7 @@ def test_position_gap_compares_training_and_plain_positions():
 
 
 def test_every_string_score_counts_every_string():
-    from course_utils.length_generalisation import every_string_score
+    from course_utils.evaluation import every_string_score
 
     perfect = every_string_score(lambda strings: [s[::-1] for s in strings], 2)
     assert (perfect["strings"], perfect["wrong"], perfect["exact_match"], perfect["misses"]) == (676, 0, 100.0, [])
@@ -125,6 +126,6 @@ def test_every_string_score_counts_every_string():
 
 
 def test_shipped_winner_every_three_letter_string():
-    score = checkpoint_recipe(checkpoint_path(WINNER))["every_string_3"]
+    score = read_checkpoint(checkpoint_path(WINNER))["results"]["every_string_3"]
     assert score["strings"] == 26**3 and score["wrong"] == len(score["misses"])
     assert score["exact_match"] >= 99.5

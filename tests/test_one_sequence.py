@@ -1,18 +1,13 @@
-"""Tests of reversal as one sequence for the decoder-only model (Chapter 8)."""
+"""Tests of reversal as one sequence for the decoder-only model (Chapter 8): data layout, batches, decoding."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from course_utils.data import EOS_ID, ITOS, PAD_ID, SOS_ID, encode
-from course_utils.reversal_lm import (
-    SEP_ID,
-    build_decoder_only,
-    make_one_sequence_batch,
-    one_sequence_batch_fn,
-    reverse_strings_decoder_only,
-)
+from course_utils.data import EOS_ID, ITOS, PAD_ID, SEP_ID, SOS_ID, make_one_sequence_batch
+from course_utils.decoding import reverse_strings_decoder_only
+from course_utils.runs.reversal import DECODER_ONLY_RECIPE, build_decoder_only, one_sequence_batch_fn
 from course_utils.training import masked_cross_entropy
 
 
@@ -29,7 +24,7 @@ def test_layout_hand_checked():
 
 def test_targets_are_inputs_shifted_on_the_target_part():
     inputs, targets = one_sequence_batch_fn(
-        {"batch_size": 16, "min_len": 3, "max_len": 10}, torch.Generator().manual_seed(0))(1)
+        {**DECODER_ONLY_RECIPE, "batch_size": 16}, torch.Generator().manual_seed(0))(1)
     for x, y in zip(inputs, targets, strict=True):
         n = int((x == SEP_ID).nonzero()[0])
         assert torch.equal(y[n: 2 * n], x[n + 1: 2 * n + 1])  # y_t = x_{t+1} on the target part
@@ -62,4 +57,5 @@ def test_bad_strings():
         make_one_sequence_batch("abc")
     with pytest.raises(ValueError, match="not in the vocabulary"):
         make_one_sequence_batch(["aBc"])
-    assert encode("a") == [3]
+    with pytest.raises(TypeError, match="model must be a course_utils.gpt.DecoderOnly"):
+        reverse_strings_decoder_only(torch.nn.Linear(2, 2), ["abc"])

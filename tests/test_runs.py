@@ -1,0 +1,155 @@
+"""course_utils.runs: the one recipe/run/checkpoint layer and the freshness check of shipped results."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_utils.data import VOCAB_SIZE
+from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
+from course_utils.runs import ASSETS, load, load_asset, read_checkpoint, run, save, with_steps
+from course_utils.runs.registry import REGISTRY, check, check_one
+from course_utils.runs.reversal import (
+    DECODER_ONLY_RECIPE,
+    FAST_RECIPE,
+    build_decoder_only,
+    build_model,
+    one_sequence_batch_fn,
+    reversal_batch_fn,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "course_utils"
+
+
+def test_every_shipped_result_is_registered_and_fresh():
+    shipped = sorted(p.name for p in ASSETS.iterdir() if p.suffix in (".pt", ".json"))
+    assert sorted(REGISTRY) == shipped  # a new result without a registry line fails here
+    verdicts = check()
+    assert verdicts == {name: "fresh" for name in REGISTRY}, verdicts
+
+
+def test_check_fails_and_names_the_file_when_a_stored_recipe_is_edited(tmp_path):
+    for name in REGISTRY:
+        shutil.copy(ASSETS / name, tmp_path / name)
+    data = json.loads((tmp_path / "ablations.json").read_text())
+    data["recipe"]["table3_train"]["lr"] = 1e-3  # someone edits the stored recipe by hand
+    (tmp_path / "ablations.json").write_text(json.dumps(data))
+    ckpt = torch.load(tmp_path / "reversal_transformer.pt", weights_only=True)
+    ckpt["recipe"] = with_steps(ckpt["recipe"], 450)  # a checkpoint made with another number of steps
+    torch.save(ckpt, tmp_path / "reversal_transformer.pt")
+    verdicts = check(assets=tmp_path)
+    assert verdicts["ablations.json"].startswith("stale: recipe.table3_train.lr stored 0.001, code 0.005")
+    assert "recipe.train.steps stored 450, code 350" in verdicts["reversal_transformer.pt"]
+    assert {n for n, v in verdicts.items() if v != "fresh"} == {"ablations.json", "reversal_transformer.pt"}
+
+
+def test_check_fails_when_a_code_recipe_is_edited(monkeypatch):
+    edited = {**FAST_RECIPE, "batch_size": 64}
+    verdict = check_one("reversal_transformer.pt", lambda: edited)
+    assert verdict == "stale: recipe.batch_size stored 128, code 64"
+    assert check_one("reversal_transformer.pt", lambda: {**FAST_RECIPE, "extra": 1}).startswith(
+        "stale: recipe.extra is in the code")
+    assert check_one("missing.json", lambda: {}) == "stale: the file is missing"
+    # the command itself: non-zero exit and the file named when the code's recipe changes
+    monkeypatch.setitem(FAST_RECIPE["train"], "lr", 1e-3)
+    assert check()["reversal_transformer.pt"].startswith("stale: recipe.train.lr")
+    assert check()["ch08_reversal_benchmark.json"].startswith("stale: recipe.encoder-decoder.train.lr")
+
+
+def test_check_command_prints_one_line_per_result_and_exits_zero_when_fresh():
+    done = subprocess.run([sys.executable, "-m", "course_utils.runs", "check"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == len(REGISTRY) and all(line.split()[-1] == "fresh" for line in lines)
+
+
+def test_run_returns_the_recipe_it_ran_and_is_seeded():
+    a = run(FAST_RECIPE, build_model, reversal_batch_fn, progress=False, steps=3)
+    b = run(FAST_RECIPE, build_model, reversal_batch_fn, progress=False, steps=3)
+    assert a.recipe["train"]["steps"] == 3 and a.recipe["train"]["warmup"] == 2  # warm-up capped below the steps
+    assert FAST_RECIPE["train"]["steps"] == 350  # the constant is untouched
+    assert a.history.losses == b.history.losses  # same seed, same data, same weights
+    for (k, v), w in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
+        assert torch.equal(v, w), k
+
+
+@pytest.mark.parametrize("family", ["transformer", "decoder_only"])
+def test_save_load_round_trip_records_kind_and_recipe(tmp_path, family):
+    recipe = FAST_RECIPE if family == "transformer" else DECODER_ONLY_RECIPE
+    build, batches = (build_model, reversal_batch_fn) if family == "transformer" else (build_decoder_only,
+                                                                                        one_sequence_batch_fn)
+    model, history, ran = run(recipe, build, batches, progress=False, steps=2)
+    path = save(model, ran, tmp_path / "m.pt", {"loss": history.losses})
+    data = read_checkpoint(path)
+    assert data["kind"] == family and data["recipe"] == ran and data["results"] == {"loss": history.losses}
+    again = load(path)
+    assert type(again) is type(model) and not again.training
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, again.state_dict()[k]), k
+
+
+def test_load_asset_reads_json_and_checkpoints():
+    assert "recipe" in load_asset("ablations.json")
+    assert isinstance(load_asset("reversal_decoder_only.pt"), DecoderOnly)
+    assert isinstance(load(ASSETS / "charlm_shakespeare.pt"), DecoderOnly)
+
+
+def test_teaching_modules_never_name_a_shipped_file():
+    """Only runs/ names files in assets/; the teaching modules never import runs (the layering rule)."""
+    shipped = [p.name for p in ASSETS.iterdir() if p.suffix in (".pt", ".json")]
+    teaching = [p for p in PACKAGE.glob("*.py")]
+    assert len(teaching) > 20
+    for path in teaching:
+        text = path.read_text(encoding="utf-8")
+        named = [name for name in shipped if name in text]
+        assert not named, f"{path.name} names {named}: only course_utils/runs/ may"
+        if path.name != "explorers.py":  # explorers load the shipped model for their figures
+            imports_runs = re.search(r"^\s*(from \.runs|from course_utils\.runs|import course_utils\.runs)", text, re.M)
+            assert not imports_runs, f"{path.name} imports course_utils.runs: teaching modules must not"
+        if path.name != "charlm.py":  # the corpus is input data, not a result; charlm.py loads it
+            assert '"assets"' not in text, f"{path.name} builds a path into assets/: only course_utils/runs/ may"
+
+
+def test_api_page_lists_every_public_module():
+    api = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
+    modules = [p for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")
+               and not re.match(r"ch\d\d_", p.name)]  # chapter checker modules are the exercises' own
+    for path in modules:
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        assert f".. automodule:: {dotted}\n" in api, f"book/api.md does not document {dotted}"
+    assert ".. automodule:: course_utils.runs\n" in api
+
+
+def test_decoder_only_config_round_trips_through_the_checkpoint(tmp_path):
+    model = DecoderOnly(DecoderOnlyConfig(vocab_size=VOCAB_SIZE, d_model=8, n_heads=2, d_ff=16, n_layers=1))
+    path = save(model, {"model": {}, "train": {}, "seed": 0}, tmp_path / "tiny.pt")
+    assert load(path).config == model.config
+
+
+def test_the_chapter_6_model_is_one_run():
+    """Every shipped number about "the Chapter 6 model" comes from one seeded run: the checkpoint.
+
+    Chapter 8's side-by-side benchmark and Chapter 10's baselines each re-ran Chapter 6's fast
+    recipe; both runs score exactly like the shipped checkpoint on their own test sets (200 and
+    100 strings per length), so the chapters' different length-11 figures come from the test
+    strings, not from different models.
+    """
+    from course_utils.evaluation import evaluate_by_length
+    from course_utils.runs.reversal import load_reversal_model
+
+    model = load_reversal_model()
+    for asset, part, n in (("ch08_reversal_benchmark.json", "encoder-decoder", 200),
+                           ("ablations.json", "baselines", 100)):
+        data = load_asset(asset)
+        record = data[part] if part == "encoder-decoder" else data[part]["transformer"]
+        scores = evaluate_by_length(model, range(3, 16), n)
+        assert record["exact_match"] == {str(k): round(100 * v["exact_match"], 1) for k, v in scores.items()}, asset
