@@ -84,7 +84,7 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, block
 
 def plain_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False) -> Tensor:
     """Chapter 1's attention, which holds the whole (..., T_q, T_k) weight matrix: the reference. Chapter 11."""
-    mask = causal_mask(q.shape[-2], q.device) if causal else None
+    mask = causal_mask(q.shape[-2], q.device)[0, 0] if causal else None  # (T, T) broadcasts to any batch shape
     return scaled_dot_product_attention(q, k, v, mask)[0]
 
 

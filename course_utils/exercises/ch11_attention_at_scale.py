@@ -26,8 +26,8 @@ _CONTEXT_CASES = [  # (memory, layers, heads, kv heads, d_head, batch, bytes)
     (16 * 2**30, 80, 64, 8, 128, 1, 2),
     (16 * 2**30, 96, 96, 96, 128, 1, 2),
     (10**9, 32, 32, 4, 128, 8, 2),
-    (3 * 10**8, 3, 4, 2, 16, 5, 4),
     (123_456_789, 12, 12, 1, 64, 3, 1),
+    (3 * 10**8, 3, 4, 2, 16, 5, 4),
 ]
 
 
@@ -147,6 +147,8 @@ def check_pool_heads(fn: Callable[[Tensor, int, int], Tensor]) -> None:
                     w.reshape(n_kv, G, d_k, *tail).sum(1).reshape(n_kv * d_k, *tail),
                 "You kept the first head of each group: mean-pool all of them (Ainslie et al. 2023).":
                     w.reshape(n_kv, G, d_k, *tail)[:, 0].reshape(n_kv * d_k, *tail),
+                "You kept the first n_kv_heads heads and dropped the others: average each group of G = h / n_kv "
+                "consecutive heads.": w[: n_kv * d_k],
             }
             if h // n_kv != 1:
                 expect_close(got, want, f"pool_heads(w of shape {tuple(w.shape)}, {h}, {n_kv})", mistakes=mistakes,
