@@ -7,7 +7,8 @@ Usage:
 Every row trains one ModernLM from scratch with MODERN_BLOCK_RECIPE (same data, seed, steps,
 batch and schedule) on one CPU thread and scores validation bits per character. Rows: the 2017
 block (post-LN LayerNorm, ReLU FFN, sinusoidal positions, multi-head attention, biases), each
-modern change alone, and all of them together. Times are CPU seconds (time.process_time) of
+modern change alone, and all of them together; then the first and last rows again with two more
+seeds, to show how much one run varies. Times are CPU seconds (time.process_time) of
 the training loop, divided by the steps; they depend on the machine.
 """
 
@@ -23,9 +24,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from course_utils.modern import MODERN_BLOCK_RECIPE, charlm_data, run_variant  # noqa: E402
-
-ASSET = Path(__file__).resolve().parents[1] / "course_utils" / "assets" / "modern_block.json"
+from course_utils.modern import MODERN_BLOCK_ASSET, MODERN_BLOCK_RECIPE, charlm_data, run_variant  # noqa: E402
 
 
 def main() -> None:
@@ -42,10 +41,17 @@ def main() -> None:
         rows.append(row)
         print(f"{name:<18} {row['bits_per_char']:>9.3f} {row['parameters']:>8,} {row['cpu_ms_per_step']:>11.1f}",
               flush=True)
-    result = {"rows": rows, "cpu_seconds_total": round(time.process_time() - start, 1),
+    spread = []
+    for name in MODERN_BLOCK_RECIPE["spread_variants"]:
+        for seed in MODERN_BLOCK_RECIPE["spread_seeds"]:
+            row = run_variant(name, MODERN_BLOCK_RECIPE, data, seed=seed)
+            spread.append(row)
+            print(f"{name:<18} {row['bits_per_char']:>9.3f} {row['parameters']:>8,} {row['cpu_ms_per_step']:>11.1f}"
+                  f"  (seed {seed})", flush=True)
+    result = {"rows": rows, "spread": spread, "cpu_seconds_total": round(time.process_time() - start, 1),
               "torch": torch.__version__, "machine": platform.machine(), "recipe": MODERN_BLOCK_RECIPE}
     if not args.no_save:
-        ASSET.write_text(json.dumps(result, indent=1) + "\n")
+        MODERN_BLOCK_ASSET.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
 
 

@@ -12,9 +12,11 @@ the course's Chapter 8 character LM is pre-LN) builds the same network as Chapte
 from __future__ import annotations
 
 import copy
+import json
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -46,6 +48,8 @@ MODERN_BLOCK_VARIANTS: dict[str, dict[str, Any]] = {
                      "n_kv_heads": 2, "bias": False},
 }
 
+MODERN_BLOCK_ASSET = Path(__file__).parent / "assets" / "modern_block.json"
+
 MODERN_BLOCK_RECIPE: dict[str, Any] = {
     "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 2, "max_len": 64},
     "train": {"steps": 500, "lr": 3e-3, "warmup": 25, "min_lr": 3e-4, "optimizer": "adamw", "clip": 1.0,
@@ -56,6 +60,8 @@ MODERN_BLOCK_RECIPE: dict[str, Any] = {
     "seed": 0,
     "threads": 1,
     "variants": MODERN_BLOCK_VARIANTS,
+    "spread_seeds": [1, 2],  # the first and last rows again with these seeds: how much one run varies
+    "spread_variants": ["2017 block", "modern (all)"],
 }
 
 
@@ -286,16 +292,28 @@ def bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_window
 
 
 def run_variant(name: str, recipe: dict[str, Any] | None = None,
-                data: tuple[CharVocab, Tensor, Tensor] | None = None) -> dict[str, Any]:
-    """Train one row of the modern-block table from scratch: bits/char, parameters, CPU ms/step. Chapter 11."""
+                data: tuple[CharVocab, Tensor, Tensor] | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Train one row of the modern-block table from scratch: bits/char, parameters, CPU ms/step. Chapter 11.
+
+    ``seed`` replaces the recipe's seed (initialisation and batches).
+    """
     recipe = recipe or MODERN_BLOCK_RECIPE
     check_choice("name", name, tuple(recipe["variants"]))
     vocab, train_ids, val_ids = data or charlm_data()
-    torch.manual_seed(recipe["seed"])
+    seed = recipe["seed"] if seed is None else check_int("seed", seed, low=0)
+    torch.manual_seed(seed)
     model = ModernLM(ModernLMConfig(vocab_size=len(vocab), **recipe["model"], **recipe["variants"][name]))
     t = recipe["train"]
     cpu = train_lm(model, train_ids, t["steps"], t["lr"], recipe["batch_size"], recipe["block_size"],
-                   seed=recipe["seed"], warmup=t["warmup"], min_lr=t["min_lr"])
+                   seed=seed, warmup=t["warmup"], min_lr=t["min_lr"])
     bpc = bits_per_char(model, val_ids, recipe["block_size"], recipe["eval_windows"])
-    return {"variant": name, "bits_per_char": round(bpc, 4), "parameters": count_parameters(model),
+    return {"variant": name, "seed": seed, "bits_per_char": round(bpc, 4), "parameters": count_parameters(model),
             "cpu_ms_per_step": round(1000 * cpu / t["steps"], 1)}
+
+
+def load_modern_block_result(path: Path | str = MODERN_BLOCK_ASSET) -> dict[str, Any]:
+    """The shipped result of benchmarks/modern_block.py: rows, spread over seeds and the recipe. Chapter 11."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path.name} not found; run benchmarks/modern_block.py")
+    return json.loads(path.read_text())

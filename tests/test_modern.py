@@ -18,6 +18,7 @@ from course_utils.modern import (
     SwiGLU,
     convert_to_gqa,
     count_parameters,
+    load_modern_block_result,
     mean_pool_kv,
     swiglu_hidden,
 )
@@ -71,13 +72,18 @@ def test_each_switch_is_causal_and_trains(switch):
         assert not any(n.endswith("bias") and "norm" not in n for n, _ in model.named_parameters())
 
 
-def test_rope_model_is_invariant_to_nothing_but_relative_positions():
-    torch.manual_seed(0)
-    model = ModernLM(ModernLMConfig(vocab_size=7, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=12,
-                                    positional="rope")).eval()
-    assert model.pe is None
-    assert count_parameters(model) < count_parameters(ModernLM(ModernLMConfig(vocab_size=7, d_model=16, n_heads=2,
-                                                                              d_ff=32, n_layers=1, max_len=12)))+1
+def test_rope_model_adds_no_position_table_and_no_parameters():
+    kw = {"vocab_size": 7, "d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "max_len": 12}
+    rope, sinusoidal = ModernLM(ModernLMConfig(**kw, positional="rope")), ModernLM(ModernLMConfig(**kw))
+    assert rope.pe is None and sinusoidal.pe is not None
+    assert count_parameters(rope) == count_parameters(sinusoidal)
+
+
+def test_bad_config_names_the_argument():
+    with pytest.raises(ValueError, match="norm"):
+        ModernLMConfig(vocab_size=5, norm="batchnorm")
+    with pytest.raises(ValueError, match="n_kv_heads must divide"):
+        ModernLM(ModernLMConfig(vocab_size=5, n_kv_heads=3))
 
 
 def test_mean_pool_kv_by_hand_and_identity_when_groups_are_equal():
@@ -111,6 +117,9 @@ def test_convert_to_gqa_keeps_the_original():
 
 
 def test_shipped_result_has_the_codes_recipe():
-    data = json.loads((Path(CHECKPOINT_PATH).parent / "modern_block.json").read_text())
+    data = load_modern_block_result()
     assert data["recipe"] == json.loads(json.dumps(MODERN_BLOCK_RECIPE))
     assert [r["variant"] for r in data["rows"]] == list(MODERN_BLOCK_RECIPE["variants"])
+    assert len(data["spread"]) == len(MODERN_BLOCK_RECIPE["spread_seeds"]) * len(MODERN_BLOCK_RECIPE["spread_variants"])
+    with pytest.raises(FileNotFoundError, match="modern_block.py"):
+        load_modern_block_result(Path(CHECKPOINT_PATH).parent / "missing.json")

@@ -59,7 +59,7 @@ def check_max_context(fn: Callable[..., Any]) -> None:
                     raise CheckFailed(f"max_context{case} returned {got}, expected {want}. {hint}")
             raise CheckFailed(f"max_context{case} returned {got}, expected {want}: one token costs "
                               "2 x layers x KV heads x d_head x batch x bytes.")
-    return "GQA's 8 KV heads let Llama 2 70B keep 12 times GPT-3's context in the same 16 GiB."
+    return "Llama 2 70B's 8 KV heads let it keep more than 14 times GPT-3's context in the same memory."
 
 
 # ----------------------------------------------------------------- 11.2 (implement) the online-softmax update
