@@ -44,7 +44,7 @@ def main() -> None:
     print(f"tiled vs plain attention, float64, T=1000, with and without causal mask: max |diff| {error:.1e}")
     # 2) peak memory as T grows
     peaks: dict[str, dict[int, int]] = {"plain": {}, "tiled": {}}
-    print(f"{'T':>5} {'T x T fp32':>11} {'plain peak':>11} {'tiled peak':>11} {'ratio':>6} {'CPU s plain':>11} "
+    print(f"{'T':>5} {'T x T fp32':>12} {'plain peak':>12} {'tiled peak':>12} {'ratio':>6} {'CPU s plain':>11} "
           f"{'tiled':>6}")
     for T in LENGTHS:
         q, k, v = (torch.randn(1, 1, T, 64, generator=g) for _ in range(3))
@@ -54,8 +54,8 @@ def main() -> None:
         peaks["tiled"][T] = peak_memory_bytes(
             lambda q=q, k=k, v=v: tiled_attention(q, k, v, causal=True, block=BLOCK))
         t2 = time.process_time()
-        print(f"{T:>5} {T * T * 4 / 2**20:>8.0f} MB {peaks['plain'][T] / 2**20:>8.1f} MB "
-              f"{peaks['tiled'][T] / 2**20:>8.1f} MB {peaks['plain'][T] / peaks['tiled'][T]:>6.0f} "
+        print(f"{T:>5} {T * T * 4 / 2**20:>8.0f} MiB {peaks['plain'][T] / 2**20:>8.1f} MiB "
+              f"{peaks['tiled'][T] / 2**20:>8.1f} MiB {peaks['plain'][T] / peaks['tiled'][T]:>6.0f} "
               f"{t1 - t0:>11.2f} {t2 - t1:>6.2f}")
     # 3) KV cache bytes of the character LM: MHA, GQA, MQA
     model = load_mha_charlm()
