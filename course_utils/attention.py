@@ -65,7 +65,10 @@ def scaled_dot_product_attention(
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: project, split into heads, attend, merge, project. Chapter 1."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, sdpa: bool = True):
+    def __init__(
+        self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, sdpa: bool = True,
+        n_kv_heads: int | None = None,
+    ):
         super().__init__()
         # sdpa=True: without weights, use PyTorch's fused F.scaled_dot_product_attention; False: always
         # the explicit softmax(Q K^T / sqrt(d_k)) V above (same maths; faster on a CPU for short sequences)
@@ -79,19 +82,30 @@ class MultiHeadAttention(nn.Module):
                 f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}"
             )
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        # Chapter 11: n_kv_heads < n_heads shares each key/value head among n_heads / n_kv_heads query
+        # heads (grouped-query attention; 1 = multi-query); the default n_kv_heads = n_heads is the paper's MHA
+        self.n_kv_heads = n_heads if n_kv_heads is None else check_positive_int("n_kv_heads", n_kv_heads)
+        if n_heads % self.n_kv_heads != 0:
+            raise ValueError(
+                f"n_kv_heads must divide n_heads, got n_kv_heads={self.n_kv_heads} and n_heads={n_heads}"
+            )
+        d_kv = self.n_kv_heads * self.d_k  # width of the key and value projections
         self.W_Q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_K = nn.Linear(d_model, d_model, bias=bias)
-        self.W_V = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, d_kv, bias=bias)
+        self.W_V = nn.Linear(d_model, d_kv, bias=bias)
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def split_heads(self, x: Tensor) -> Tensor:
-        """(B, T, d_model) -> (B, h, T, d_k). Chapter 1."""
+        """(B, T, d_model) -> (B, h, T, d_k). Chapter 1.
+
+        Keys and values of n_kv_heads < h heads (Chapter 11): (B, T, n_kv * d_k) -> (B, n_kv, T, d_k).
+        """
         check_rank("x", x, 3, "(B, T, d_model)")
-        if x.shape[-1] != self.d_model:
+        if x.shape[-1] not in (self.d_model, self.n_kv_heads * self.d_k):
             raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
-        B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+        B, T, width = x.shape
+        return x.view(B, T, width // self.d_k, self.d_k).transpose(1, 2)  # (B, heads, T, d_k)
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(B, h, T, d_k) -> (B, T, d_model). Chapter 1."""
@@ -154,8 +168,14 @@ class MultiHeadAttention(nn.Module):
         """Attend with split heads q (B, h, T_q, d_k), k and v (B, h, T_k, d_k), then merge and W_O. Chapter 1.
 
         Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None). The KV cache of
-        Chapter 6 calls this directly with cached k and v.
+        Chapter 6 calls this directly with cached k and v. With n_kv_heads < h, k and v hold
+        (B, n_kv_heads, T_k, d_k): each key/value head serves h / n_kv_heads consecutive query heads (Chapter 11).
         """
+        grouped = k.dim() == 4 and self.n_kv_heads != self.n_heads and k.shape[1] == self.n_kv_heads
+        if grouped and (need_weights or not self.sdpa):
+            group = self.n_heads // self.n_kv_heads
+            k = k.repeat_interleave(group, dim=1)  # (B, n_kv, T_k, d_k) -> (B, h, T_k, d_k)
+            v = v.repeat_interleave(group, dim=1)  # (B, n_kv, T_k, d_k) -> (B, h, T_k, d_k)
         if need_weights or not self.sdpa:
             out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
             weights_out: Tensor | None = weights if need_weights else None
@@ -171,6 +191,7 @@ class MultiHeadAttention(nn.Module):
                     "the scores (B, h, T_q, T_k)",
                 )
             p = self.dropout.p if self.training else 0.0
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_k)
+            # (B, h, T_q, d_k); enable_gqa lets n_kv_heads key/value heads serve the h query heads
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, enable_gqa=grouped)
             weights_out = None
         return self.W_O(self.merge_heads(out)), weights_out  # (B, h, T_q, d_k) -> (B, T_q, d_model)

@@ -26,6 +26,7 @@ from .length import (
     results_recipe,
     shipped_recipe,
 )
+from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
@@ -47,6 +48,7 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     ABLATIONS_FILE: ablations_recipe,
     BENCHMARK_FILE: ch08_benchmark_recipe,
     EXTRA_ROWS_FILE: extra_rows_recipe,
+    MODERN_BLOCK_FILE: lambda: MODERN_BLOCK_RECIPE,
 }
 
 

@@ -1,0 +1,260 @@
+"""The modern decoder block next to the 2017 one: pre-norm RMSNorm, SwiGLU, RoPE, grouped-query
+attention, no biases, each a switch of one character language model; converting a trained
+multi-head model to grouped-query attention by mean-pooling heads. Chapter 11.
+
+``ModernLMConfig`` with every switch at its 2017 value (post-LN here is ``norm_first=False``;
+the course's Chapter 8 character LM is pre-LN) builds the same network as Chapter 8's
+``DecoderOnly`` with the same state-dict keys, so the shipped character LM loads into it.
+``MODERN_BLOCK_RECIPE`` is the recipe of ``benchmarks/modern_block.py``, whose result ships as
+``course_utils/assets/modern_block.json`` with this recipe under the key ``recipe``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+
+# the one place Chapter 11 reaches the character-LM data, loader and checkpoint (Chapter 8)
+from .charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, train_val_ids
+from .gpt import DecoderOnly
+from .masks import causal_mask
+from .model import PositionwiseFeedForward
+from .norm import LayerNorm
+from .positional import SinusoidalPositionalEncoding, apply_rope, rope_tables
+from .training import TrainConfig, train
+from .validate import check_choice, check_float_tensor, check_int, check_positive_int, check_rank
+
+
+@dataclass
+class ModernLMConfig:
+    """Sizes and switches of a decoder-only character LM, 2017 values by default. Chapter 11."""
+
+    vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256  # ReLU FFN width; SwiGLU gets swiglu_hidden(d_ff) for the same parameter count
+    n_layers: int = 2
+    max_len: int = 64
+    n_kv_heads: int | None = None  # None = n_heads (MHA); 1 = MQA; in between = GQA
+    norm_first: bool = False  # False: post-LN as in the paper; True: pre-norm with a final norm
+    norm: str = "layernorm"  # "layernorm" or "rmsnorm"
+    ffn: str = "relu"  # "relu" (the paper's FFN) or "swiglu"
+    positional: str = "sinusoidal"  # "sinusoidal" (added to the input) or "rope" (rotates q and k)
+    bias: bool = True  # biases in every linear layer (False: none, as in Llama)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+            check_positive_int(name, getattr(self, name))
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(f"d_model must be divisible by n_heads, got {self.d_model} and {self.n_heads}")
+        if self.n_kv_heads is not None:
+            check_positive_int("n_kv_heads", self.n_kv_heads)
+        check_choice("norm", self.norm, ("layernorm", "rmsnorm"))
+        check_choice("ffn", self.ffn, ("relu", "swiglu"))
+        check_choice("positional", self.positional, ("sinusoidal", "rope"))
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * g: LayerNorm without mean and beta (Zhang and Sennrich 2019). Chapter 11."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(d_model))  # g, one gain per feature
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        check_float_tensor("x", x)
+        rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
+        return x / rms * self.weight
+
+
+def swiglu_hidden(d_ff: int) -> int:
+    """Hidden width of a SwiGLU FFN with the parameters of a ReLU FFN of width d_ff: round(2 d_ff / 3). Chapter 11."""
+    return round(2 * check_positive_int("d_ff", d_ff) / 3)
+
+
+class SwiGLU(nn.Module):
+    """FFN_SwiGLU(x) = (Swish(x W) * x V) W_2 (Shazeer 2020): three matrices, a gated hidden layer. Chapter 11."""
+
+    def __init__(self, d_model: int, d_hidden: int, bias: bool = False):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_hidden", d_hidden)
+        self.W = nn.Linear(d_model, d_hidden, bias=bias)  # gate
+        self.V = nn.Linear(d_model, d_hidden, bias=bias)  # value
+        self.W_2 = nn.Linear(d_hidden, d_model, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        return self.W_2(F.silu(self.W(x)) * self.V(x))  # (..., d_hidden) -> (..., d_model)
+
+
+class ModernBlock(nn.Module):
+    """Causal self-attention and FFN with residuals; every 2017-vs-modern choice is a switch. Chapter 11."""
+
+    def __init__(self, c: ModernLMConfig):
+        super().__init__()
+        self.norm_first, self.rope = c.norm_first, c.positional == "rope"
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, bias=c.bias, n_kv_heads=c.n_kv_heads)
+        if c.ffn == "swiglu":
+            self.ffn: nn.Module = SwiGLU(c.d_model, swiglu_hidden(c.d_ff), bias=c.bias)
+        else:
+            self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff)
+            if not c.bias:
+                self.ffn.linear1 = nn.Linear(c.d_model, c.d_ff, bias=False)
+                self.ffn.linear2 = nn.Linear(c.d_ff, c.d_model, bias=False)
+        self.norm1, self.norm2 = (RMSNorm(c.d_model) if c.norm == "rmsnorm" else LayerNorm(c.d_model)
+                                  for _ in range(2))
+
+    def attention(self, x: Tensor, mask: Tensor, rope: tuple[Tensor, Tensor] | None) -> Tensor:
+        """Self-attention of x (B, T, d_model) under mask, RoPE applied to queries and keys when given."""
+        mha = self.self_attn
+        q = mha.split_heads(mha.W_Q(x))  # (B, h, T, d_k)
+        k = mha.split_heads(mha.W_K(x))  # (B, n_kv, T, d_k)
+        v = mha.split_heads(mha.W_V(x))  # (B, n_kv, T, d_k)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        return mha.attend_heads(q, k, v, mask, need_weights=False)[0]  # (B, T, d_model)
+
+    def forward(self, x: Tensor, mask: Tensor, rope: tuple[Tensor, Tensor] | None = None) -> Tensor:
+        """x: (B, T, d_model) -> (B, T, d_model)."""
+        if self.norm_first:  # pre-norm: x + Sublayer(Norm(x))
+            x = x + self.attention(self.norm1(x), mask, rope)
+            return x + self.ffn(self.norm2(x))
+        x = self.norm1(x + self.attention(x, mask, rope))  # post-LN, as in the paper
+        return self.norm2(x + self.ffn(x))
+
+
+class ModernLM(nn.Module):
+    """A character LM built from ModernBlocks: embed (+ sinusoidal positions), N blocks, tied output. Chapter 11."""
+
+    def __init__(self, config: ModernLMConfig):
+        super().__init__()
+        if not isinstance(config, ModernLMConfig):
+            raise TypeError(f"config must be a ModernLMConfig, got {type(config).__name__}")
+        self.config = c = config
+        self.embedding = nn.Embedding(c.vocab_size, c.d_model)
+        self.pe = SinusoidalPositionalEncoding(c.d_model, c.max_len) if c.positional == "sinusoidal" else None
+        self.layers = nn.ModuleList(ModernBlock(c) for _ in range(c.n_layers))
+        norm = RMSNorm(c.d_model) if c.norm == "rmsnorm" else LayerNorm(c.d_model)
+        self.final_norm: nn.Module = norm if c.norm_first else nn.Identity()
+        self.output_projection = nn.Linear(c.d_model, c.vocab_size, bias=c.bias)
+        if c.positional == "rope":
+            cos, sin = rope_tables(c.max_len, c.d_model // c.n_heads)
+            self.register_buffer("rope_cos", cos, persistent=False)
+            self.register_buffer("rope_sin", sin, persistent=False)
+        for p in self.parameters():  # as Chapter 8: Xavier matrices, embeddings N(0, 1/d_model)
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        nn.init.normal_(self.embedding.weight, std=c.d_model**-0.5)
+        self.output_projection.weight = self.embedding.weight  # tied, as in Chapter 8
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """tokens (B, T) -> next-token logits (B, T, V)."""
+        check_rank("tokens", tokens, 2, "(B, T) of token ids")
+        T = tokens.shape[1]
+        if T > self.config.max_len:
+            raise ValueError(f"tokens has length {T}, beyond max_len={self.config.max_len}")
+        x = self.embedding(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
+        if self.pe is not None:
+            x = self.pe(x)
+        rope = (self.rope_cos, self.rope_sin) if self.pe is None else None
+        mask = causal_mask(T, tokens.device)  # (1, 1, T, T)
+        for block in self.layers:
+            x = block(x, mask, rope)
+        return self.output_projection(self.final_norm(x))  # (B, T, V)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of distinct trainable parameters (a tied matrix counts once). Chapter 11."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# ---------------------------------------------------------------- MHA -> GQA by mean-pooling heads
+def mean_pool_kv(mha: MultiHeadAttention, n_kv_heads: int) -> MultiHeadAttention:
+    """A copy of ``mha`` with n_kv_heads K/V heads, each the mean of its group (Ainslie et al. 2023). Chapter 11.
+
+    Group j holds the consecutive query heads j*G .. (j+1)*G - 1, G = h / n_kv_heads, which is
+    how ``MultiHeadAttention`` shares a key/value head. W_Q and W_O are copied unchanged.
+    """
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be a MultiHeadAttention, got {type(mha).__name__}")
+    if mha.n_kv_heads != mha.n_heads:
+        raise ValueError(
+            f"mha must be multi-head (n_kv_heads = n_heads = {mha.n_heads}), got n_kv_heads={mha.n_kv_heads}"
+        )
+    n_kv = check_int("n_kv_heads", n_kv_heads, low=1)
+    bias = mha.W_Q.bias is not None
+    new = MultiHeadAttention(mha.d_model, mha.n_heads, mha.dropout.p, bias=bias, sdpa=mha.sdpa, n_kv_heads=n_kv)
+    new = new.to(mha.W_Q.weight.dtype)
+    G, d_k = mha.n_heads // n_kv, mha.d_k
+    with torch.no_grad():
+        for name in ("W_Q", "W_O"):
+            getattr(new, name).load_state_dict(getattr(mha, name).state_dict())
+        for name in ("W_K", "W_V"):
+            old, dst = getattr(mha, name), getattr(new, name)
+            # (h * d_k, d_model) -> (n_kv, G, d_k, d_model) -> mean over G -> (n_kv * d_k, d_model)
+            dst.weight.copy_(old.weight.view(n_kv, G, d_k, -1).mean(dim=1).reshape(n_kv * d_k, -1))
+            if bias:
+                dst.bias.copy_(old.bias.view(n_kv, G, d_k).mean(dim=1).reshape(n_kv * d_k))  # (n_kv * d_k,)
+    return new.train(mha.training)
+
+
+def convert_to_gqa(model: DecoderOnly, n_kv_heads: int, pool: Any = None) -> DecoderOnly:
+    """A copy of a decoder-only model whose every self-attention has n_kv_heads mean-pooled K/V heads. Chapter 11.
+
+    ``pool(mha, n_kv_heads) -> MultiHeadAttention`` replaces mean_pool_kv (the exercise's version).
+    """
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
+    pool = mean_pool_kv if pool is None else pool
+    new = copy.deepcopy(model)
+    for block in new.layers:
+        block.self_attn = pool(block.self_attn, n_kv_heads)
+    return new
+
+
+# ---------------------------------------------------------------- training on the character LM
+
+
+def charlm_data() -> tuple[CharVocab, Tensor, Tensor]:
+    """(vocabulary, training ids, validation ids) of the tiny Shakespeare character task. Chapter 11."""
+    text = load_corpus()
+    vocab = CharVocab(text)
+    train_ids, val_ids = train_val_ids(text, vocab)
+    return vocab, train_ids, val_ids
+
+
+def train_lm(model: nn.Module, train_ids: Tensor, steps: int, lr: float, batch_size: int, block_size: int,
+             seed: int = 0, warmup: int = 0, min_lr: float | None = None) -> float:
+    """Train a language model on random windows of train_ids with AdamW; returns the CPU seconds taken. Chapter 11."""
+    generator = torch.Generator().manual_seed(seed)
+    config = TrainConfig(steps=steps, lr=lr, warmup=warmup, min_lr=lr if min_lr is None else min_lr,
+                         optimizer="adamw", clip=1.0, weight_decay=0.01)
+
+    def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    start = time.process_time()
+    train(model, lambda step: lm_batch(train_ids, batch_size, block_size, generator), config,
+          loss_fn=loss_fn, progress=False)
+    return time.process_time() - start
+
+
+def bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int) -> float:
+    """Validation bits per character over consecutive blocks (Chapter 8's measure). Chapter 11."""
+    return model_bits_per_char(model, val_ids, block_size, max_windows=max_windows)  # type: ignore[arg-type]
+
+
+
