@@ -10,7 +10,6 @@ from course_utils.exercises.ch03_norm import (
     check_layer_norm,
     check_masked_stats,
     check_residual_sublayer,
-    check_vaswani_lr,
 )
 
 
@@ -77,35 +76,6 @@ def test_residual_sublayer_passes_reference():
 )
 def test_residual_sublayer_names_mistakes(wrong, hint):
     fails_with(check_residual_sublayer(wrong), hint)
-
-
-# ---------------------------------------------------------------- 3.3
-def lr_ref(step, d_model, warmup):
-    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
-def test_vaswani_lr_passes_reference():
-    assert check_vaswani_lr(lr_ref).passed
-    assert check_vaswani_lr(lambda s, d, w: torch.tensor(lr_ref(s, d, w))).passed  # a 0-d tensor is fine
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda s, d, w: lr_ref(s + 1, d, w), "not step + 1"),
-        (lambda s, d, w: lr_ref(s - 1, d, w), "did you use step - 1"),  # 0 ** -0.5 raises in Python
-        (lambda s, d, w: float(d**-0.5 * torch.minimum(torch.tensor(s - 1.0) ** -0.5, torch.tensor((s - 1.0)
-                                                                                                     * w**-1.5))),
-         "not step - 1"),  # with tensors, step 0 gives min(inf, 0) = 0 instead of a crash
-        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "warm-up exponent"),
-        (lambda s, d, w: d**-0.5 * min(s**-1.5, s * w**-1.5), "decay exponent"),
-        (lambda s, d, w: min(s**-0.5, s * w**-1.5), "d_model^-0.5"),
-        (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "Use min, not max"),
-        (lambda s, d, w: "0.001", "should return a number"),
-    ],
-)
-def test_vaswani_lr_names_mistakes(wrong, hint):
-    fails_with(check_vaswani_lr(wrong), hint)
 
 
 # ---------------------------------------------------------------- 3.4

@@ -7,7 +7,6 @@ import torch
 
 from course_utils.exercises.ch04_masking import (
     check_causal_mask,
-    check_combine,
     check_masked_softmax,
     check_padding_mask,
 )
@@ -98,22 +97,6 @@ def test_padding_checker_names_mistake(fn, hint: str) -> None:
 
 def test_padding_checker_passes_reference() -> None:
     assert check_padding_mask(pad_ok).passed
-
-
-@pytest.mark.parametrize("fn,hint", [
-    (lambda p, c: p | c, "It uses OR"),
-    (lambda p, c: c.expand(p.shape[0], 1, c.shape[-1], c.shape[-1]), "ignores the padding mask"),
-    (lambda p, c: p.expand(p.shape[0], 1, c.shape[-1], c.shape[-1]), "ignores the causal mask"),
-    (lambda p, c: (p & c).float(), "float 0/1"),
-    (lambda p, c: (p & c)[:, 0], "should have shape"),
-])
-def test_combine_checker_names_mistake(fn, hint: str) -> None:
-    result = check_combine(fn)
-    assert not result.passed and hint in result.message
-
-
-def test_combine_checker_passes_reference() -> None:
-    assert check_combine(lambda p, c: p & c).passed
 
 
 def softmax_ok(scores, mask):

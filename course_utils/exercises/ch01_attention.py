@@ -358,10 +358,10 @@ def check_scale_experiment(prediction: Any, fn: Callable[[int, bool, int], float
             measured[d_k, scaled] = value
     if measured[256, True] == measured[256, False]:
         raise CheckFailed("your scaled and unscaled runs give the same number: does `scaled` change anything?")
-    scaled_line = judge_range(measured[256, True], TOP_WEIGHT_SCALED, what="your scaled run")
-    unscaled_line = judge_range(measured[256, False], TOP_WEIGHT_UNSCALED, what="your unscaled run")
     if measured[4, False] >= measured[256, False]:
         raise CheckFailed("without the scale your top weight does not grow from d_k = 4 to 256: draw new random "
                           "queries and keys of width d_k, with entries of variance 1.")
+    scaled_line = judge_range(measured[256, True], TOP_WEIGHT_SCALED, what="your scaled run")
+    unscaled_line = judge_range(measured[256, False], TOP_WEIGHT_UNSCALED, what="your unscaled run")
     outcome = "sharper"
     return f"{scaled_line} {unscaled_line} {compare_prediction(guess, outcome, _SCALE_WHY)}"

@@ -234,7 +234,11 @@ def check_half_offset(prediction: Any, fn: Callable[[int], int]) -> str:
     guess = read_prediction(prediction, HALF_OFFSET_OPTIONS)
     got = {}
     for d_model in (16, 64, 256, 1024):
-        value = _as_int(call_student(fn, d_model, what="your half_offset"), f"half_offset({d_model})")
+        raw = call_student(fn, d_model, what="your half_offset")
+        if raw is None:
+            raise CheckFailed(f"half_offset({d_model}) returned None: if your table never drops below half, "
+                              "make it longer (a few hundred positions) and return the first offset that does.")
+        value = _as_int(raw, f"half_offset({d_model})")
         want = reference_half_offset(d_model)
         if value != want:
             mistakes = {
