@@ -234,8 +234,9 @@ PLAIN_STACK = Expected(
     above="Did you divide by the variance of the targets (unbiased=False), and return the last loss?",
 )
 RESIDUAL_STACK = Expected(
-    "unexplained share of the target variance after training the residual stack", 0.0, 0.15,
-    "with residual connections the same 16 layers fit the target almost perfectly in 200 plain SGD steps.",
+    "unexplained share of the target variance after training the residual stack", 0.0, 0.5,
+    "with residual connections the same 16 layers explain most of the target's variance in 200 plain SGD "
+    "steps, and their loss is still falling.",
     above="Did you add the residual (h = h + tanh(layer(h))), call opt.zero_grad() every step and return the "
           "loss after the last step rather than the first?",
 )
