@@ -15,6 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from test_exercises_ch01 import top_weight_ref, top_weight_sdpa  # the experiments' answers live with their tests
+from test_exercises_ch03 import deep_stack, deep_stack_sequential
+from test_exercises_ch04 import next_token, next_token_torch_layer
+from test_exercises_ch05 import mqa_by_modules, mqa_ok
 from torch import nn
 
 from course_utils.attention import scaled_dot_product_attention
@@ -138,48 +142,16 @@ wrong("1.2", c1.check_scaled_attention, INPLACE, att(inplace=True))
 wrong("1.2", c1.check_scaled_attention, "tuple (output, weights)", lambda q, k, v, mask=None: att()(q, k, v, mask)[0])
 
 
-# ================================================================ 1.3 heads
-def split_ref(x, h):
-    B, T, d = x.shape
-    return x.view(B, T, h, d // h).transpose(1, 2)
-
-
-def merge_ref(x):
-    B, h, T, d_k = x.shape
-    return x.transpose(1, 2).reshape(B, T, h * d_k)
-
-
-def split_einops_style(x, h):
-    B, T, d = x.shape
-    return x.reshape(B, T, h, -1).permute(0, 2, 1, 3).contiguous()
-
-
-def merge_permute(x):
-    B, h, T, d_k = x.shape
-    return x.permute(0, 2, 1, 3).contiguous().view(B, T, -1)
-
-
-def merge_inplace_like(x):
-    x.mul_(1.0)  # harmless value-wise, but writes to the input
-    x += 0.0
-    y = x.clone()
-    x.zero_()
-    return merge_ref(y)
-
-
-right("1.3", c1.check_heads, split_ref, merge_ref)
-right("1.3", c1.check_heads, split_einops_style, merge_permute)
-wrong("1.3", c1.check_heads, "view as (B, T, h, d_k), then transpose",
-      lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), merge_ref)
-wrong("1.3", c1.check_heads, "head first", lambda x, h: x.view(*x.shape[:2], -1, h).permute(0, 3, 1, 2), merge_ref)
-wrong("1.3", c1.check_heads, "Transpose the heads back", split_ref, lambda x: x.reshape(x.shape[0], x.shape[2], -1))
-wrong("1.3", c1.check_heads, "not contiguous", split_ref,
-      lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1))
-wrong("1.3", c1.check_heads, "transpose(1, 2) so heads come before tokens", lambda x, h: x.view(*x.shape[:2], h, -1),
-      merge_ref)
-wrong("1.3", c1.check_heads, INPLACE, split_ref, merge_inplace_like)
-wrong("1.3", c1.check_heads, "n_heads=", lambda x, h: split_ref(x, 2) if x.shape[-1] % 2 == 0 else split_ref(x, 1),
-      merge_ref)
+# ================================================================ 1.3 the scale, measured (experiment)
+right("1.3", c1.check_scale_experiment, "sharper", top_weight_ref)
+right("1.3", c1.check_scale_experiment, lambda: "same", top_weight_sdpa)  # a wrong guess still passes
+wrong("1.3", c1.check_scale_experiment, "instead of sqrt(d_k)", "sharper", lambda d, s, seed: top_weight_ref(d, s, seed, divide_by=lambda d: d))
+wrong("1.3", c1.check_scale_experiment, "swap the two runs", "sharper", lambda d, s, seed: top_weight_ref(d, s, seed, scale_when=False))
+wrong("1.3", c1.check_scale_experiment, "same number", "sharper", lambda d, s, seed: top_weight_ref(d, True, seed))
+wrong("1.3", c1.check_scale_experiment, "1/16, the mean weight", "sharper", lambda d, s, seed: top_weight_ref(d, s, seed, reduce="mean"))
+wrong("1.3", c1.check_scale_experiment, "outside [1/16, 1]", "sharper", lambda d, s, seed: 16 * top_weight_ref(d, s, seed))
+wrong("1.3", c1.check_scale_experiment, "does not grow", "sharper", lambda d, s, seed: top_weight_ref(4, s, seed))
+wrong("1.3", c1.check_scale_experiment, "not one of the choices", "peaky", top_weight_ref)
 
 
 # ================================================================ 1.4 multi-head attention
@@ -431,31 +403,15 @@ wrong("3.2", c3.check_residual_sublayer, "Use the norm passed in", sub_fresh_nor
 wrong("3.2", c3.check_residual_sublayer, INPLACE, sub_inplace)
 
 
-# ================================================================ 3.3 Vaswani schedule
-def lr(shift=0, warm=-1.5, decay=-0.5, scaled=True, pick=min, fixed=None, as_numpy=False):
-    def schedule(step, d_model, warmup):
-        if fixed:
-            d_model, warmup = fixed.get("d_model", d_model), fixed.get("warmup", warmup)
-        s = step + shift
-        value = (d_model ** -0.5 if scaled else 1.0) * pick(s ** decay, s * warmup ** warm)
-        return np.float32(value) if as_numpy else value
-
-    return schedule
-
-
-right("3.3", c3.check_vaswani_lr, lr())
-right("3.3", c3.check_vaswani_lr, lr(as_numpy=True))
-right("3.3", c3.check_vaswani_lr, lambda step, d, w: float(torch.tensor(d, dtype=torch.float64).rsqrt()
-                                                           * min(step ** -0.5, step / w ** 1.5)))
-wrong("3.3", c3.check_vaswani_lr, "not step + 1", lr(shift=1))
-wrong("3.3", c3.check_vaswani_lr, "did you use step - 1", lr(shift=-1))
-wrong("3.3", c3.check_vaswani_lr, "warm-up exponent", lr(warm=-0.5))
-wrong("3.3", c3.check_vaswani_lr, "decay exponent", lr(decay=-1.5))
-wrong("3.3", c3.check_vaswani_lr, "factor d_model^-0.5", lr(scaled=False))
-wrong("3.3", c3.check_vaswani_lr, "Use min, not max", lr(pick=max))
-wrong("3.3", c3.check_vaswani_lr, "Use the warmup argument", lr(fixed={"warmup": 4000}))
-wrong("3.3", c3.check_vaswani_lr, "Use the d_model argument", lr(fixed={"d_model": 512}))
-wrong("3.3", c3.check_vaswani_lr, "should return a number", lambda s, d, w: str(lr()(s, d, w)))
+# ================================================================ 3.3 residuals, trained (experiment)
+right("3.3", c3.check_residual_experiment, "residual only", deep_stack)
+right("3.3", c3.check_residual_experiment, lambda: "both", deep_stack_sequential)  # a wrong guess still passes
+wrong("3.3", c3.check_residual_experiment, "division by the targets' variance", "both", lambda r, s: deep_stack(r, s, normalise=False))
+wrong("3.3", c3.check_residual_experiment, "rather than the first", "both", lambda r, s: deep_stack(r, s, last=False))
+wrong("3.3", c3.check_residual_experiment, "keep a residual connection", "both", lambda r, s: deep_stack(not r, s))
+wrong("3.3", c3.check_residual_experiment, "same number", "both", lambda r, s: deep_stack(True, s))
+wrong("3.3", c3.check_residual_experiment, "NaN", "both", lambda r, s: deep_stack(r, s, lr=0.05))
+wrong("3.3", c3.check_residual_experiment, "not one of the choices", "all", deep_stack)
 
 
 # ================================================================ 3.4 masked statistics
@@ -531,16 +487,15 @@ wrong("4.2", c4.check_padding_mask, "not torch.bool", lambda t, p: (t != p).floa
 wrong("4.2", c4.check_padding_mask, INPLACE, pad_inplace)
 
 
-# ================================================================ 4.3 combine
-right("4.3", c4.check_combine, lambda pad, causal: pad & causal)
-right("4.3", c4.check_combine, lambda pad, causal: torch.logical_and(pad, causal))
-wrong("4.3", c4.check_combine, "uses OR", lambda pad, causal: pad | causal)
-wrong("4.3", c4.check_combine, "ignores the padding mask", lambda pad, causal: causal.expand(pad.shape[0], 1, -1, -1))
-wrong("4.3", c4.check_combine, "ignores the causal mask",
-      lambda pad, causal: pad.expand(-1, 1, causal.shape[-2], -1))
-wrong("4.3", c4.check_combine, "Let broadcasting do it", lambda pad, causal: causal)
-wrong("4.3", c4.check_combine, "not torch.bool", lambda pad, causal: (pad & causal).float())
-wrong("4.3", c4.check_combine, INPLACE, lambda pad, causal: pad.logical_and_(causal[..., :1, :]) & causal)
+# ================================================================ 4.3 no causal mask, trained (experiment)
+right("4.3", c4.check_mask_experiment, "lower", next_token)
+right("4.3", c4.check_mask_experiment, lambda: "higher", next_token_torch_layer)  # a wrong guess still passes
+wrong("4.3", c4.check_mask_experiment, "targets the inputs shifted by one", "lower", lambda c, s: next_token(c, s, shift=False))
+wrong("4.3", c4.check_mask_experiment, "the last steps (not the first)", "lower", lambda c, s: next_token(c, s, last=False))
+wrong("4.3", c4.check_mask_experiment, "Below ln 8 on random tokens", "lower", lambda c, s: next_token(c, s, inverted=True))
+wrong("4.3", c4.check_mask_experiment, "same loss", "lower", lambda c, s: next_token(True, s))
+wrong("4.3", c4.check_mask_experiment, "really drop the mask", "lower", lambda c, s: next_token(c, s, steps=20))
+wrong("4.3", c4.check_mask_experiment, "not one of the choices", "smaller", next_token)
 
 
 # ================================================================ 4.4 masked softmax
@@ -627,30 +582,16 @@ wrong("5.1", c5.check_ffn, "In eval mode dropout must be off", ffn("f-dropout-al
 wrong("5.1", c5.check_ffn, "should hold two nn.Linear", lambda d, f, p=0.1: FFNSequential(d, 2 * d, p))
 
 
-# ================================================================ 5.2 encoder layer parameters
-def count(attn=4, bias=True, ln=2, ffn_mult=2, b1=True, b2=True, drop_d=0, as_type=int):
-    def params(d, f):
-        total = attn * (d * d + (d if bias else 0)) + ffn_mult * d * f + (f if b1 else 0) + (d if b2 else 0)
-        return as_type(total + ln * 2 * d - drop_d * d)
-
-    return params
-
-
-right("5.2", c5.check_encoder_layer_params, count())
-right("5.2", c5.check_encoder_layer_params, lambda d, f: sum(p.numel() for p in (
-    nn.ModuleList([nn.Linear(d, d) for _ in range(4)] + [nn.Linear(d, f), nn.Linear(f, d), nn.LayerNorm(d),
-                                                         nn.LayerNorm(d)]).parameters())))
-right("5.2", c5.check_encoder_layer_params, count(as_type=np.int64))
-right("5.2", c5.check_encoder_layer_params, count(as_type=torch.tensor))
-wrong("5.2", c5.check_encoder_layer_params, "forget the biases", count(bias=False, b1=False, b2=False))
-wrong("5.2", c5.check_encoder_layer_params, "forget the LayerNorm", count(ln=0))
-wrong("5.2", c5.check_encoder_layer_params, "only one LayerNorm", count(ln=1))
-wrong("5.2", c5.check_encoder_layer_params, "3 projections", count(attn=3))
-wrong("5.2", c5.check_encoder_layer_params, "d_model short", count(b2=False))
-wrong("5.2", c5.check_encoder_layer_params, "d_ff short", count(b1=False))
-wrong("5.2", c5.check_encoder_layer_params, "FFN's weights only once", count(ffn_mult=1))
-wrong("5.2", c5.check_encoder_layer_params, "decoder", count(attn=8, ln=3))
-wrong("5.2", c5.check_encoder_layer_params, "should return an int", count(as_type=str))
+# ================================================================ 5.2 a multi-query layer (derive)
+right("5.2", c5.check_mqa_layer_params, mqa_ok)
+right("5.2", c5.check_mqa_layer_params, mqa_by_modules)
+wrong("5.2", c5.check_mqa_layer_params, "That is the table's encoder layer", lambda d, h, f: 4 * (d * d + d) + 2 * d * f + f + d + 4 * d)
+wrong("5.2", c5.check_mqa_layer_params, "biases of the shared K and V", lambda d, h, f: mqa_ok(d, h, f) - 2 * (d // h))
+wrong("5.2", c5.check_mqa_layer_params, "two separate projections", lambda d, h, f: mqa_ok(d, h, f) - (d * (d // h) + d // h))
+wrong("5.2", c5.check_mqa_layer_params, "keeps its d_model x d_model weight", lambda d, h, f: mqa_ok(d, h, f) - (d * d - (d // h) * d))
+wrong("5.2", c5.check_mqa_layer_params, "forget the two LayerNorms", lambda d, h, f: mqa_ok(d, h, f) - 4 * d)
+wrong("5.2", c5.check_mqa_layer_params, "two LayerNorms, one per sub-layer", lambda d, h, f: mqa_ok(d, h, f) - 2 * d)
+wrong("5.2", c5.check_mqa_layer_params, "should return an int", lambda d, h, f: float(mqa_ok(d, h, f)) + 0.5)
 
 
 # ================================================================ 5.3 decoder block
@@ -890,8 +831,6 @@ wrong("1.4", c1.check_mha, "mask was ignored", lambda d, h: MHANoMask(d, h))
 wrong("3.1", c3.check_layer_norm, "forget eps", ln(fixed_eps=0.0))
 wrong("3.1", c3.check_layer_norm, "not over the whole tensor",
       lambda x, g, b, eps: g * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + b)
-wrong("3.3", c3.check_vaswani_lr, "sign of the warm-up exponent", lr(warm=1.5))
-wrong("3.3", c3.check_vaswani_lr, "sign of the decay exponent", lr(decay=0.5))
 wrong("3.4", c3.check_masked_stats, "order (mean, var)", lambda x, k: stats_ref(x, k)[::-1])
 wrong("4.1", c4.check_causal_mask, "shifted by one", lambda T: torch.ones(T, T, dtype=torch.bool).tril(1).view(1, 1, T, T))
 wrong("4.4", c4.check_masked_softmax, "not by the sum over the whole tensor",
@@ -1116,8 +1055,7 @@ wrong("10.3", c10.check_steps_to_threshold, "Use the window argument",
 GENERIC = "differs from the reference"
 wrong("1.1", c1.check_softmax, GENERIC, lambda x: sm_max(x * 1.01))
 wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: (2.0 ** (-8.0 / n)) ** (torch.arange(1, n + 1) + 0.5))
-wrong("3.3", c3.check_vaswani_lr, GENERIC, lambda s, d, w: 0.9 * lr()(s, d, w))
 wrong("4.1", c4.check_causal_mask, GENERIC, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
       & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
-wrong("5.2", c5.check_encoder_layer_params, GENERIC, lambda d, f: count()(d, f) + 1)
+wrong("5.2", c5.check_mqa_layer_params, GENERIC, lambda d, h, f: mqa_ok(d, h, f) + 1)
 wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)

@@ -9,7 +9,12 @@ import torch
 from torch import nn
 
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.exercises.ch01_attention import check_heads, check_mha, check_scaled_attention, check_softmax
+from course_utils.exercises.ch01_attention import (
+    check_mha,
+    check_scale_experiment,
+    check_scaled_attention,
+    check_softmax,
+)
 
 
 def stub(*args: object, **kwargs: object) -> None:
@@ -110,7 +115,7 @@ def test_scaled_attention_stub_and_crash(capsys: pytest.CaptureFixture[str]) -> 
     assert_fails_with(result, "my_attention raised TypeError")
 
 
-# ---------------------------------------------------------------- 1.3 heads
+# ---------------------------------------------------------------- helpers of the 1.4 checks
 def split_ref(x, n_heads):
     B, T, d_model = x.shape
     return x.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)
@@ -119,29 +124,6 @@ def split_ref(x, n_heads):
 def merge_ref(x):
     B, h, T, d_k = x.shape
     return x.transpose(1, 2).reshape(B, T, h * d_k)
-
-
-def test_heads_pass_reference() -> None:
-    assert check_heads(split_ref, merge_ref)
-
-
-@pytest.mark.parametrize(
-    ("split", "merge", "hint"),
-    [
-        (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), merge_ref, "view as (B, T, h, d_k), then transpose"),
-        (lambda x, h: x.view(*x.shape[:2], -1, h).permute(0, 3, 1, 2), merge_ref, "head first"),
-        (split_ref, lambda x: x.reshape(x.shape[0], x.shape[2], -1), "Transpose the heads back"),
-        (split_ref, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous: use .reshape"),
-        (lambda x, h: x.view(*x.shape[:2], h, -1), merge_ref, "transpose(1, 2) so heads come before tokens"),
-    ],
-)
-def test_heads_catch_mistakes(split, merge, hint: str) -> None:
-    assert_fails_with(check_heads(split, merge), hint)
-
-
-def test_heads_stub() -> None:
-    assert check_heads(stub, merge_ref).not_implemented
-    assert check_heads(split_ref, stub).not_implemented
 
 
 # ---------------------------------------------------------------- 1.4 MHA module
@@ -216,3 +198,58 @@ class StubMHA(nn.Module):
 def test_mha_stub(capsys: pytest.CaptureFixture[str]) -> None:
     assert check_mha(StubMHA).not_implemented
     assert "not implemented yet" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- 1.3 the scale, measured (experiment)
+def top_weight_ref(d_k, scaled, seed, divide_by=None, reduce="max", scale_when=True):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(256, 1, d_k, generator=g)
+    k = torch.randn(256, 16, d_k, generator=g)
+    scores = (q @ k.transpose(-2, -1)).squeeze(1)  # (256, 16)
+    if scaled == scale_when:
+        scores = scores / (divide_by(d_k) if divide_by else math.sqrt(d_k))
+    w = torch.softmax(scores, dim=-1)
+    return (w.max(-1).values if reduce == "max" else w.mean(-1)).mean().item()
+
+
+def top_weight_sdpa(d_k, scaled, seed):
+    """A second correct style: F.scaled_dot_product_attention with an explicit scale, a 0-d tensor answer."""
+    g = torch.Generator().manual_seed(seed + 7)  # another seed: the range does not hang on one draw
+    q, k = torch.randn(256, 1, d_k, generator=g), torch.randn(256, 16, d_k, generator=g)
+    eye = torch.eye(16).expand(256, 16, 16)  # values = one-hot rows, so the output is the weights
+    w = torch.nn.functional.scaled_dot_product_attention(q, k, eye, scale=None if scaled else 1.0)
+    return w.squeeze(1).max(-1).values.mean()
+
+
+def test_scale_experiment_passes_reference_and_alternative(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check_scale_experiment("sharper", top_weight_ref).passed
+    assert check_scale_experiment(lambda: "sharper", top_weight_sdpa).passed
+    out = capsys.readouterr().out
+    assert "between 0.18 and 0.35" in out and "matches the measurement" in out
+
+
+def test_scale_experiment_a_wrong_prediction_still_passes_and_is_explained() -> None:
+    result = check_scale_experiment("flatter", top_weight_ref)
+    assert result.passed and "more peaked, not flatter" in result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda d, s, seed: top_weight_ref(d, s, seed, divide_by=lambda d: d), "instead of sqrt(d_k)"),
+    (lambda d, s, seed: top_weight_ref(d, s, seed, scale_when=False), "swap the two runs"),
+    (lambda d, s, seed: top_weight_ref(d, True, seed), "same number"),
+    (lambda d, s, seed: top_weight_ref(d, s, seed, reduce="mean"), "1/16, the mean weight"),
+    (lambda d, s, seed: 16 * top_weight_ref(d, s, seed), "outside [1/16, 1]"),
+    (lambda d, s, seed: top_weight_ref(4, s, seed), "does not grow"),
+])
+def test_scale_experiment_names_mistakes(fn, hint: str) -> None:
+    assert_fails_with(check_scale_experiment("sharper", fn), hint)
+
+
+def test_scale_experiment_wants_a_prediction_first() -> None:
+    def stub(*args):
+        raise NotImplementedError
+
+    assert check_scale_experiment(stub, top_weight_ref).not_implemented
+    assert check_scale_experiment("", top_weight_ref).not_implemented
+    assert check_scale_experiment("sharper", stub).not_implemented
+    assert_fails_with(check_scale_experiment("peaky", top_weight_ref), "not one of the choices")

@@ -142,3 +142,53 @@ def test_alibi_slopes_passes_reference():
 )
 def test_alibi_slopes_names_mistakes(wrong, hint):
     _fails_with(ch02.check_alibi_slopes(wrong), hint)
+
+
+# ---------------------------------------------------------------- 2.5 (experiment)
+def half_table(d_model, length=1000, p=0, threshold=0.5, strict=True, start=1):
+    pe = sinusoidal_encoding(length + p, d_model).double()
+    sim = pe[p:] @ pe[p]  # (length,): PE[p] . PE[p + k]
+    below = sim < threshold * sim[0] if strict else sim <= threshold * sim[0]
+    hits = below[start:].nonzero()
+    return int(hits[0]) + start if len(hits) else None
+
+
+def half_closed_form(d_model):
+    """A second correct style: the closed form sum_i cos(k w_i), a numpy integer answer."""
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    k = torch.arange(1, 500, dtype=torch.float64)
+    sim = torch.cos(k[:, None] * 10000.0 ** (-2 * i / d_model)).sum(-1)  # (499,)
+    return (sim < d_model / 4).nonzero()[0].numpy()[0] + 1
+
+
+def test_half_offset_passes_reference_and_alternatives(capsys):
+    assert ch02.check_half_offset("levels off", half_table).passed
+    assert ch02.check_half_offset(lambda: "levels off", half_closed_form).passed
+    assert ch02.check_half_offset("levels off", lambda d: half_table(d, p=37)).passed  # another start p
+    assert "between 0.95 and 1.15" in capsys.readouterr().out
+
+
+def test_half_offset_explains_a_wrong_prediction():
+    result = ch02.check_half_offset("proportional", half_table)
+    assert result.passed and "finer, not longer-ranged" in result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda d: half_table(d) - 1, "last offset still above half"),
+    (lambda d: half_table(d, threshold=0.25), "threshold is a quarter"),
+    (lambda d: half_table(d, start=0, threshold=1.0, strict=False), "start at k = 1"),
+    (lambda d: half_table(d, length=40), "make it longer"),  # a table too short finds nothing
+    (lambda d: float(half_table(d)) + 0.5, "should return an int"),
+    (lambda d: 55, "not the first offset below half"),
+])
+def test_half_offset_names_mistakes(fn, hint):
+    _fails_with(ch02.check_half_offset("levels off", fn), hint)
+
+
+def test_half_offset_stub_and_prediction():
+    def stub(*args):
+        raise NotImplementedError
+
+    assert ch02.check_half_offset(stub, half_table).not_implemented
+    assert ch02.check_half_offset("levels off", stub).not_implemented
+    _fails_with(ch02.check_half_offset("grows", half_table), "not one of the choices")

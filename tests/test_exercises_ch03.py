@@ -10,7 +10,6 @@ from course_utils.exercises.ch03_norm import (
     check_layer_norm,
     check_masked_stats,
     check_residual_sublayer,
-    check_vaswani_lr,
 )
 
 
@@ -79,35 +78,6 @@ def test_residual_sublayer_names_mistakes(wrong, hint):
     fails_with(check_residual_sublayer(wrong), hint)
 
 
-# ---------------------------------------------------------------- 3.3
-def lr_ref(step, d_model, warmup):
-    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
-def test_vaswani_lr_passes_reference():
-    assert check_vaswani_lr(lr_ref).passed
-    assert check_vaswani_lr(lambda s, d, w: torch.tensor(lr_ref(s, d, w))).passed  # a 0-d tensor is fine
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda s, d, w: lr_ref(s + 1, d, w), "not step + 1"),
-        (lambda s, d, w: lr_ref(s - 1, d, w), "did you use step - 1"),  # 0 ** -0.5 raises in Python
-        (lambda s, d, w: float(d**-0.5 * torch.minimum(torch.tensor(s - 1.0) ** -0.5, torch.tensor((s - 1.0)
-                                                                                                     * w**-1.5))),
-         "not step - 1"),  # with tensors, step 0 gives min(inf, 0) = 0 instead of a crash
-        (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "warm-up exponent"),
-        (lambda s, d, w: d**-0.5 * min(s**-1.5, s * w**-1.5), "decay exponent"),
-        (lambda s, d, w: min(s**-0.5, s * w**-1.5), "d_model^-0.5"),
-        (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "Use min, not max"),
-        (lambda s, d, w: "0.001", "should return a number"),
-    ],
-)
-def test_vaswani_lr_names_mistakes(wrong, hint):
-    fails_with(check_vaswani_lr(wrong), hint)
-
-
 # ---------------------------------------------------------------- 3.4
 def stats_ref(x, keep):
     tokens = x[keep]
@@ -134,3 +104,85 @@ def test_masked_stats_passes_reference():
 )
 def test_masked_stats_names_mistakes(wrong, hint):
     fails_with(check_masked_stats(wrong), hint)
+
+
+# ---------------------------------------------------------------- 3.3 (experiment)
+def deep_stack(residual, seed, *, normalise=True, last=True, zero_grad=True, honour_flag=True, lr=0.005):
+    torch.manual_seed(seed)
+    layers = torch.nn.ModuleList(torch.nn.Linear(32, 32) for _ in range(16))
+    head = torch.nn.Linear(32, 1)
+    g = torch.Generator().manual_seed(seed)
+    X, w = torch.randn(256, 32, generator=g), torch.randn(32, 1, generator=g)
+    Y = torch.sin(X @ w / 2)
+    opt = torch.optim.SGD([*layers.parameters(), *head.parameters()], lr=lr)
+    losses = []
+    for _ in range(200):
+        h = X
+        for layer in layers:
+            h = h + torch.tanh(layer(h)) if (residual or not honour_flag) else torch.tanh(layer(h))
+        loss = (head(h) - Y).pow(2).mean()
+        if zero_grad:
+            opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    value = losses[-1] if last else losses[0]
+    return value / Y.var(unbiased=False).item() if normalise else value
+
+
+def deep_stack_sequential(residual, seed):
+    """A second correct style: blocks as modules, the loss from F.mse_loss, a 0-d tensor answer."""
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(32, 32)
+
+        def forward(self, h):
+            return h + torch.tanh(self.linear(h)) if residual else torch.tanh(self.linear(h))
+
+    torch.manual_seed(seed + 3)  # another seed: the ranges hold beyond seed 0
+    net = torch.nn.Sequential(*[Block() for _ in range(16)], torch.nn.Linear(32, 1))
+    g = torch.Generator().manual_seed(seed + 3)
+    X, w = torch.randn(256, 32, generator=g), torch.randn(32, 1, generator=g)
+    Y = torch.sin(X @ w / 2)
+    opt = torch.optim.SGD(net.parameters(), lr=0.005)
+    for _ in range(200):
+        loss = torch.nn.functional.mse_loss(net(X), Y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return loss.detach() / Y.var(unbiased=False)
+
+
+def test_residual_experiment_passes_reference_and_alternative(capsys):
+    assert ch03_norm.check_residual_experiment("residual only", deep_stack).passed
+    assert ch03_norm.check_residual_experiment(lambda: "residual only", deep_stack_sequential).passed
+    assert "between 0 and 0.5" in capsys.readouterr().out
+
+
+def test_residual_experiment_explains_a_wrong_prediction():
+    result = ch03_norm.check_residual_experiment("both", deep_stack)
+    assert result.passed and "barely move" in result.message
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda r, s: deep_stack(r, s, normalise=False), "division by the targets' variance"),
+        (lambda r, s: deep_stack(r, s, last=False), "rather than the first"),
+        (lambda r, s: deep_stack(not r, s), "keep a residual connection"),
+        (lambda r, s: deep_stack(True, s), "same number"),
+        (lambda r, s: deep_stack(r, s, lr=0.05), "NaN"),
+    ],
+)
+def test_residual_experiment_names_mistakes(wrong, hint):
+    fails_with(ch03_norm.check_residual_experiment("residual only", wrong), hint)
+
+
+def test_residual_experiment_stub_and_prediction():
+    def stub(*args):
+        raise NotImplementedError
+
+    assert ch03_norm.check_residual_experiment(stub, deep_stack).not_implemented
+    assert ch03_norm.check_residual_experiment("both", stub).not_implemented
+    fails_with(ch03_norm.check_residual_experiment("all", deep_stack), "not one of the choices")

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
 
 from course_utils.exercises.ch04_masking import (
     check_causal_mask,
-    check_combine,
+    check_mask_experiment,
     check_masked_softmax,
     check_padding_mask,
 )
+from course_utils.masks import causal_mask
+from course_utils.model import EncoderBlock
 
 # ----- reference solutions and realistic mistakes ---------------------------------------------
 
@@ -100,22 +103,6 @@ def test_padding_checker_passes_reference() -> None:
     assert check_padding_mask(pad_ok).passed
 
 
-@pytest.mark.parametrize("fn,hint", [
-    (lambda p, c: p | c, "It uses OR"),
-    (lambda p, c: c.expand(p.shape[0], 1, c.shape[-1], c.shape[-1]), "ignores the padding mask"),
-    (lambda p, c: p.expand(p.shape[0], 1, c.shape[-1], c.shape[-1]), "ignores the causal mask"),
-    (lambda p, c: (p & c).float(), "float 0/1"),
-    (lambda p, c: (p & c)[:, 0], "should have shape"),
-])
-def test_combine_checker_names_mistake(fn, hint: str) -> None:
-    result = check_combine(fn)
-    assert not result.passed and hint in result.message
-
-
-def test_combine_checker_passes_reference() -> None:
-    assert check_combine(lambda p, c: p & c).passed
-
-
 def softmax_ok(scores, mask):
     any_kept = mask.any(dim=-1, keepdim=True)
     scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
@@ -161,3 +148,81 @@ def test_masked_softmax_checker_passes_reference() -> None:
 def test_checker_reports_crash_without_traceback() -> None:
     result = check_causal_mask(lambda T: torch.ones(T, T)[T])
     assert not result.passed and "raised IndexError" in result.message
+
+
+# ----- 4.3 (experiment): training without the causal mask -------------------------------------------
+def next_token(causal, seed, *, shift=True, last=True, inverted=False, steps=200):
+    V, T, d = 8, 8, 32
+    torch.manual_seed(seed)
+    embed, pos = nn.Embedding(V, d), nn.Parameter(torch.randn(T, d))
+    block, head = EncoderBlock(d, 1, 2 * d), nn.Linear(d, V)
+    opt = torch.optim.Adam([*embed.parameters(), pos, *block.parameters(), *head.parameters()], lr=0.01)
+    mask = causal_mask(T) if causal != inverted else None
+    g = torch.Generator().manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        seq = torch.randint(0, V, (32, T + 1), generator=g)
+        x, y = seq[:, :-1], (seq[:, 1:] if shift else seq[:, :-1])
+        h, _ = block(embed(x) + pos, mask)
+        loss = nn.functional.cross_entropy(head(h).flatten(0, 1), y.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return sum(losses[-20:]) / 20 if last else losses[0]
+
+
+def next_token_torch_layer(causal, seed):
+    """A second correct style: nn.TransformerEncoderLayer (True = blocked), another seed, a 0-d tensor answer."""
+    V, T, d = 8, 8, 32
+    torch.manual_seed(seed + 5)
+    embed, pos = nn.Embedding(V, d), nn.Parameter(torch.randn(T, d))
+    layer = nn.TransformerEncoderLayer(d, 1, 2 * d, dropout=0.0, batch_first=True)
+    head = nn.Linear(d, V)
+    opt = torch.optim.Adam([*embed.parameters(), pos, *layer.parameters(), *head.parameters()], lr=0.01)
+    blocked = ~causal_mask(T)[0, 0] if causal else None
+    g = torch.Generator().manual_seed(seed + 5)
+    tail = []
+    for step in range(200):
+        seq = torch.randint(0, V, (32, T + 1), generator=g)
+        logits = head(layer(embed(seq[:, :-1]) + pos, src_mask=blocked))
+        loss = nn.functional.cross_entropy(logits.reshape(-1, V), seq[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step >= 180:
+            tail.append(loss.detach())
+    return torch.stack(tail).mean()
+
+
+def test_mask_experiment_passes_reference_and_alternative(capsys) -> None:
+    assert check_mask_experiment("lower", next_token).passed
+    assert check_mask_experiment(lambda: "lower", next_token_torch_layer).passed
+    assert "between 0.15 and 0.6" in capsys.readouterr().out
+
+
+def test_mask_experiment_explains_a_wrong_prediction() -> None:
+    result = check_mask_experiment("same", next_token)
+    assert result.passed and "exactly the token it must predict" in result.message
+
+
+@pytest.mark.parametrize("fn,hint", [
+    (lambda c, s: next_token(c, s, shift=False), "targets the inputs shifted by one"),
+    (lambda c, s: next_token(c, s, last=False), "the last steps (not the first)"),
+    (lambda c, s: next_token(c, s, inverted=True), "Below ln 8 on random tokens"),
+    (lambda c, s: next_token(True, s), "same loss"),
+    (lambda c, s: next_token(c, s, steps=20), "really drop the mask"),
+])
+def test_mask_experiment_names_mistakes(fn, hint: str) -> None:
+    result = check_mask_experiment("lower", fn)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_mask_experiment_stub_and_prediction() -> None:
+    def stub(*args):
+        raise NotImplementedError
+
+    assert check_mask_experiment(stub, next_token).not_implemented
+    assert check_mask_experiment("lower", stub).not_implemented
+    result = check_mask_experiment("smaller", next_token)
+    assert not result.passed and "not one of the choices" in result.message

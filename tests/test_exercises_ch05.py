@@ -12,9 +12,11 @@ from torch import nn
 from course_utils.exercises.ch05_transformer import (
     check_decoder_block,
     check_embed,
-    check_encoder_layer_params,
     check_ffn,
+    check_mqa_layer_params,
+    check_order_experiment,
 )
+from course_utils.model import Transformer, TransformerConfig
 
 
 # ----- 5.1 FFN ---------------------------------------------------------------------------------
@@ -50,31 +52,6 @@ def test_ffn_reference_passes(capsys):
 def test_ffn_checker_names_mistake(cls, hint):
     result = check_ffn(cls)
     assert not result.passed and hint in result.message, result.message
-
-
-# ----- 5.2 parameter count -----------------------------------------------------------------------
-def params_ok(d, f):
-    return 4 * (d * d + d) + 2 * d * f + d + f + 4 * d
-
-
-@pytest.mark.parametrize(("fn", "hint"), [
-    (lambda d, f: 4 * d * d + 2 * d * f + 4 * d, "forget the biases"),
-    (lambda d, f: 4 * (d * d + d) + 2 * d * f + d + f, "forget the LayerNorm"),
-    (lambda d, f: 4 * (d * d + d) + 2 * d * f + d + f + 2 * d, "only one LayerNorm"),
-    (lambda d, f: 3 * (d * d + d) + 2 * d * f + d + f + 4 * d, "3 projections instead of 4"),
-    (lambda d, f: 4 * (d * d + d) + 2 * d * f + 2 * f + 4 * d, "both FFN biases d_ff"),
-    (lambda d, f: params_ok(d, f) + 1, "differs from the reference"),
-    (lambda d, f: "many", "should return an int"),
-])
-def test_count_checker_names_mistake(fn, hint):
-    result = check_encoder_layer_params(fn)
-    assert not result.passed and hint in result.message, result.message
-
-
-def test_count_reference_passes():
-    result = check_encoder_layer_params(params_ok)
-    assert result.passed and "3,152,384" in result.message
-    assert check_encoder_layer_params(lambda d, f: float(params_ok(d, f))).passed
 
 
 # ----- 5.3 decoder block ------------------------------------------------------------------------------
@@ -153,3 +130,99 @@ def test_embed_checker_names_mistake(fn, hint):
 
 def test_embed_reference_passes():
     assert check_embed(embed_ok).passed
+
+
+# ----- 5.2 (derive): a multi-query attention layer ---------------------------------------------------
+def mqa_ok(d, h, f):
+    d_k = d // h
+    return 2 * (d * d + d) + 2 * (d * d_k + d_k) + 2 * d * f + f + d + 4 * d
+
+
+def mqa_by_modules(d, h, f):
+    """A second correct style: build the layer's pieces and count, a numpy integer answer."""
+    import numpy as np
+
+    d_k = d // h
+    parts = [nn.Linear(d, d), nn.Linear(d, d_k), nn.Linear(d, d_k), nn.Linear(d, d), nn.Linear(d, f),
+             nn.Linear(f, d), nn.LayerNorm(d), nn.LayerNorm(d)]
+    return np.int64(sum(p.numel() for m in parts for p in m.parameters()))
+
+
+@pytest.mark.parametrize("fn", [mqa_ok, mqa_by_modules])
+def test_mqa_reference_passes(fn):
+    assert check_mqa_layer_params(fn).passed
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda d, h, f: 4 * (d * d + d) + 2 * d * f + f + d + 4 * d, "That is the table's encoder layer"),
+    (lambda d, h, f: mqa_ok(d, h, f) - 2 * (d // h), "biases of the shared K and V"),
+    (lambda d, h, f: mqa_ok(d, h, f) - (d * (d // h) + d // h), "two separate projections"),
+    (lambda d, h, f: mqa_ok(d, h, f) - (d * d - (d // h) * d), "keeps its d_model x d_model weight"),
+    (lambda d, h, f: mqa_ok(d, h, f) - 4 * d, "forget the two LayerNorms"),
+    (lambda d, h, f: mqa_ok(d, h, f) - 2 * d, "two LayerNorms, one per sub-layer"),
+    (lambda d, h, f: mqa_ok(512, 8, 2048), "differs"),
+    (lambda d, h, f: float(mqa_ok(d, h, f)) + 0.5, "should return an int"),
+])
+def test_mqa_checker_names_mistake(fn, hint):
+    result = check_mqa_layer_params(fn)
+    assert not result.passed and hint in result.message, result.message
+
+
+# ----- 5.5 (experiment): is the model blind to source order? -----------------------------------------
+def order_ok(positional, seed, *, eval_mode=True, permute="src", dropout=0.0, signed=False):
+    torch.manual_seed(seed)
+    cfg = TransformerConfig(12, 12, d_model=32, n_heads=4, d_ff=64, dropout=dropout, positional=positional)
+    model = Transformer(cfg)
+    model.train(not eval_mode)
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(1, 12, (4, 7), generator=g)
+    tgt = torch.randint(1, 12, (4, 5), generator=g)
+    perm = torch.randperm(7, generator=g)
+    with torch.no_grad():
+        a = model(src, tgt)
+        b = model(src[:, perm], tgt) if permute == "src" else model(src, tgt[:, perm[perm < 5]])
+    return (a - b).max().item() if signed else (a - b).abs().max().item()
+
+
+def order_by_hand(positional, seed):
+    """A second correct style: another seed, the shuffle as a reversed source, a 0-d tensor answer."""
+    torch.manual_seed(seed + 11)
+    model = Transformer(TransformerConfig(12, 12, d_model=32, n_heads=4, d_ff=64, dropout=0.0,
+                                          positional=positional)).eval()
+    src = torch.randint(1, 12, (4, 7))
+    tgt = torch.randint(1, 12, (4, 5))
+    with torch.no_grad():
+        return (model(src, tgt) - model(src.flip(1), tgt)).abs().amax()
+
+
+def test_order_experiment_passes_reference_and_alternative(capsys):
+    assert check_order_experiment("unchanged", order_ok).passed
+    assert check_order_experiment(lambda: "unchanged", order_by_hand).passed
+    assert "between 0 and 0.0001" in capsys.readouterr().out
+
+
+def test_order_experiment_explains_a_wrong_prediction():
+    result = check_order_experiment("changes", order_ok)
+    assert result.passed and "bag of tokens" in result.message and "cannot tell" in result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda p, s: order_ok(p, s, eval_mode=False, dropout=0.1), "model.eval()"),
+    (lambda p, s: order_ok(p, s, permute="tgt"), "shuffle the source (src), not the target"),
+    (lambda p, s: order_ok("sinusoidal", s), "positional='none'"),
+    (lambda p, s: order_ok("none", s), "positional='sinusoidal'"),
+    (lambda p, s: -order_ok(p, s) - 1, "negative"),
+])
+def test_order_experiment_names_mistakes(fn, hint):
+    result = check_order_experiment("unchanged", fn)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_order_experiment_stub_and_prediction():
+    def stub(*args):
+        raise NotImplementedError
+
+    assert check_order_experiment(stub, order_ok).not_implemented
+    assert check_order_experiment("unchanged", stub).not_implemented
+    result = check_order_experiment("same", order_ok)
+    assert not result.passed and "not one of the choices" in result.message

@@ -46,3 +46,23 @@ def test_expected_rejects_bad_ranges():
 def test_compare_prediction():
     assert "matches" in compare_prediction("a", "a")
     assert compare_prediction("a", "b", {"a": "Why."}).endswith("Why.")
+
+
+def test_read_prediction_takes_a_string_or_a_function_that_returns_one():
+    from course_utils.exercises.experiment import read_prediction
+
+    options = {"faster": "", "slower": ""}
+    assert read_prediction("faster", options) == "faster"
+    assert read_prediction(lambda: " slower ", options) == "slower"
+
+    def stub():
+        raise NotImplementedError
+
+    with pytest.raises(NotDoneYet):
+        read_prediction(stub, options)  # the student copy's stub: predict first
+    with pytest.raises(NotDoneYet):
+        read_prediction(lambda: "", options)
+    with pytest.raises(CheckFailed, match="your prediction raised ZeroDivisionError"):
+        read_prediction(lambda: 1 / 0, options)
+    with pytest.raises(CheckFailed, match="not one of the choices"):
+        read_prediction(lambda: "quicker", options)

@@ -65,7 +65,7 @@ def student_nb(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, int]:
 def test_student_copy_of_chapter_1(student_nb: tuple[dict, int]) -> None:
     nb, n = student_nb
     original = json.loads(CHAPTER.read_text(encoding="utf-8"))
-    assert n == 7  # solution blocks: softmax, attention, split, merge, MyMHA.__init__, MyMHA.forward, lookup_queries
+    assert n == 7  # softmax, attention, prediction, top_weight, MyMHA.__init__, MyMHA.forward, lookup_queries
     assert len(nb["cells"]) == len(original["cells"])
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)

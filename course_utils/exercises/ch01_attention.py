@@ -16,8 +16,10 @@ from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
 from .core import CheckFailed, call_student, call_student_without, checker, close, expect_close, expect_tensor
+from .core import as_number as _as_number
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_heads", "check_mha", "check_scaled_attention", "check_softmax"]
+__all__ = ["check_lookup_queries", "check_mha", "check_scale_experiment", "check_scaled_attention", "check_softmax"]
 
 
 # ---------------------------------------------------------------- 1.1 stable softmax
@@ -184,52 +186,6 @@ def check_scaled_attention(fn: Callable[..., Any]) -> str:
     return "Rows of the weights sum to 1 and masked keys get exactly zero weight."
 
 
-# ---------------------------------------------------------------- 1.3 split and merge heads
-@checker("1.3", "split and merge heads")
-def check_heads(split_heads: Callable[[Tensor, int], Tensor], merge_heads: Callable[[Tensor], Tensor]) -> str:
-    """Check ``split_heads(x, n_heads)`` (B, T, d_model) -> (B, h, T, d_k) and ``merge_heads``. Chapter 1."""
-    g = torch.Generator().manual_seed(13)
-    for B, T, d_model, h in [(2, 5, 12, 3), (1, 3, 8, 2), (2, 1, 8, 4), (1, 4, 6, 1), (2, 3, 9, 3)]:
-        x = torch.randn(B, T, d_model, generator=g)
-        d_k = d_model // h
-        want = x.view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
-        got = call_student(split_heads, x.clone(), h, what="split_heads")
-        if isinstance(got, Tensor) and tuple(got.shape) == (B, T, h, d_k) and T != h:
-            raise CheckFailed(
-                f"split_heads(x of shape {(B, T, d_model)}, n_heads={h}) has shape {(B, T, h, d_k)}: after "
-                "view(B, T, h, d_k), transpose(1, 2) so heads come before tokens, (B, h, T, d_k)."
-            )
-        mistakes = {
-            "After view(B, T, h, d_k), transpose(1, 2) so heads come before tokens, (B, h, T, d_k).":
-                x.view(B, T, h, d_k),
-            "You viewed x straight as (B, h, T, d_k), which mixes tokens into heads: view as "
-            "(B, T, h, d_k), then transpose(1, 2).": x.reshape(B, h, T, d_k),
-            "d_model splits as (h, d_k), head first: view(B, T, h, d_k), not view(B, T, d_k, h).":
-                x.view(B, T, d_k, h).permute(0, 3, 1, 2),
-        }
-        expect_close(got, want, f"split_heads(x of shape {(B, T, d_model)}, n_heads={h})", mistakes)
-        heads = torch.randn(B, h, T, d_k, generator=g)
-        want_m = heads.transpose(1, 2).reshape(B, T, d_model)  # (B, T, h * d_k)
-        try:
-            got_m = call_student(merge_heads, heads.clone(), what="merge_heads")
-        except CheckFailed as failure:
-            if "view" in str(failure) and "contiguous" in str(failure):
-                raise CheckFailed(
-                    f"{failure} After transpose the tensor is not contiguous: use .reshape(...) "
-                    "or .contiguous().view(...)."
-                ) from None
-            raise
-        mistakes_m = {
-            "Transpose the heads back next to d_k (transpose(1, 2)) before reshaping to "
-            "(B, T, d_model); a reshape alone mixes tokens.": heads.reshape(B, T, d_model),
-        }
-        expect_close(got_m, want_m, f"merge_heads(x of shape {(B, h, T, d_k)})", mistakes_m)
-        back = call_student(merge_heads, call_student(split_heads, x.clone(), h, what="split_heads"),
-                            what="merge_heads")
-        expect_close(back, x, "merge_heads(split_heads(x)), which should give x back")
-    return "merge_heads undoes split_heads exactly."
-
-
 # ---------------------------------------------------------------- 1.4 a tiny multi-head attention
 def _wrong_mha(ref: MultiHeadAttention, x: Tensor, mask: Tensor | None, mistake: str) -> tuple[Tensor, Tensor]:
     B, T, d_model = x.shape
@@ -372,3 +328,58 @@ def check_lookup_queries(fn: Callable[[Tensor, Tensor], Tensor], min_weight: flo
                 "nearly parallel keys differ little in score, so scale the query up until the gap is large."
             )
     return "Every query gives at least 95 % of its weight to the key it looks up, even for nearly parallel keys."
+
+
+# ----- 1.3 the scale 1/sqrt(d_k), measured (experiment) ---------------------------------------------
+SCALE_OPTIONS = {
+    "sharper": "without the scale, the top weight grows with d_k",
+    "same": "the scale changes nothing that matters",
+    "flatter": "without the scale, the weights spread out as d_k grows",
+}
+_SCALE_WHY = {
+    "same": "A dot product of two random d_k-vectors has standard deviation sqrt(d_k): without the scale the "
+            "score gaps grow with d_k, and the softmax of large gaps picks one key.",
+    "flatter": "Larger dot products mean larger score gaps, and the softmax of larger gaps is more peaked, "
+               "not flatter.",
+}
+TOP_WEIGHT_SCALED = Expected(
+    "mean top weight with the scale at d_k = 256", 0.18, 0.35,
+    "with the scale the scores have unit variance at every d_k, so the top weight stays near a quarter.",
+    below="Did you divide the scores by d_k instead of sqrt(d_k)?",
+    above="Did you leave the scale out of the scaled run (or swap the two runs)?",
+)
+TOP_WEIGHT_UNSCALED = Expected(
+    "mean top weight without the scale at d_k = 256", 0.8, 1.0,
+    "without it the scores have standard deviation 16, the softmax saturates and nearly all the weight "
+    "goes to one key, whose gradient is then close to zero.",
+    below="Did you still divide by sqrt(d_k) in the unscaled run (or swap the two runs)?",
+)
+
+
+@checker("1.3", "the scale 1/sqrt(d_k), measured")
+def check_scale_experiment(prediction: Any, fn: Callable[[int, bool, int], float]) -> str:
+    """Run the learner's ``fn(d_k, scaled, seed)`` (mean largest attention weight of random queries over
+    16 random keys) at d_k = 4 and 256, with and without the scale, and judge the two d_k = 256 runs."""
+    guess = read_prediction(prediction, SCALE_OPTIONS)
+    measured = {}
+    for d_k in (4, 256):
+        for scaled in (True, False):
+            value = _as_number(call_student(fn, d_k, scaled, 0, what="your top_weight"),
+                              f"top_weight({d_k}, scaled={scaled}, seed=0)")
+            if not 1 / 16 - 1e-6 <= value <= 1 + 1e-6:
+                hint = (" A softmax row of 16 keys has its largest weight between 1/16 and 1: take the "
+                        "softmax over the keys (the last axis), then the largest weight of each row.")
+                raise CheckFailed(f"top_weight({d_k}, scaled={scaled}, seed=0) is outside [1/16, 1].{hint}")
+            if abs(value - 1 / 16) < 1e-4:
+                raise CheckFailed(f"top_weight({d_k}, scaled={scaled}, seed=0) is 1/16, the mean weight of a row "
+                                  "of 16 keys: return the largest weight of each row, averaged over the queries.")
+            measured[d_k, scaled] = value
+    if measured[256, True] == measured[256, False]:
+        raise CheckFailed("your scaled and unscaled runs give the same number: does `scaled` change anything?")
+    if measured[4, False] >= measured[256, False]:
+        raise CheckFailed("without the scale your top weight does not grow from d_k = 4 to 256: draw new random "
+                          "queries and keys of width d_k, with entries of variance 1.")
+    scaled_line = judge_range(measured[256, True], TOP_WEIGHT_SCALED, what="your scaled run")
+    unscaled_line = judge_range(measured[256, False], TOP_WEIGHT_UNSCALED, what="your unscaled run")
+    outcome = "sharper"
+    return f"{scaled_line} {unscaled_line} {compare_prediction(guess, outcome, _SCALE_WHY)}"

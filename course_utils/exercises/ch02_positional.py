@@ -8,14 +8,17 @@ when the answer matches what a typical wrong implementation would return.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..positional import alibi_slopes, apply_rope, rope_tables, shift_rotation, sinusoidal_encoding
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import as_int as _as_int
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_alibi_slopes", "check_apply_rope", "check_shift_rotation", "check_sinusoidal"]
+__all__ = ["check_alibi_slopes", "check_apply_rope", "check_half_offset", "check_shift_rotation", "check_sinusoidal"]
 
 
 # ---------------------------------------------------------------- 2.1 sinusoidal table
@@ -187,42 +190,72 @@ def check_alibi_slopes(fn: Callable[[int], Tensor]) -> str:
     return "With 8 heads the slopes are 1/2, 1/4, ..., 1/256, as in Press et al."
 
 
-# ----- 2.5 the similarity of two positions, in closed form (transfer) ------------------------------
+# ----- 2.5 how far apart do two positions look alike? (experiment) ----------------------------------
+HALF_OFFSET_OPTIONS = {
+    "proportional": "the offset doubles when d_model doubles",
+    "levels off": "the offset grows at first, then hardly moves",
+    "shrinks": "the offset gets smaller as d_model grows",
+}
+_HALF_OFFSET_WHY = {
+    "proportional": "More columns add frequencies between the same two ends, 1 and 1/10000, rather than "
+                    "slower ones: the table gets finer, not longer-ranged.",
+    "shrinks": "The fastest pair (frequency 1) and the slowest (1/10000) are the same at every d_model; "
+               "a wider table adds frequencies in between, which move the half point outwards, not inwards.",
+}
+HALF_OFFSET_GROWTH = Expected(
+    "ratio of the half-similarity offset at d_model = 1024 to the one at 256", 0.95, 1.15,
+    "past a few hundred columns the frequencies 10000^(-2i/d_model) fill the same range ever more densely, the "
+    "sum of cos(k w_i) tends to a fixed curve, and two positions about 55 apart are already 'half similar' "
+    "whatever the width: the paper's table does not see further with more dimensions.",
+    below="Is your d_model = 1024 table long enough to reach the half point?",
+    above="Did you compare with half of d_model instead of half of PE[p] . PE[p] = d_model / 2?",
+)
 
-def _offset_similarity(k: Tensor, d_model: int, fn: str = "cos", scale: float = 1.0, exponent: str = "2i/d") -> Tensor:
+
+def _similarity_curve(d_model: int, n: int, exponent: str = "2i/d") -> Tensor:
+    """PE[p] . PE[p + k] for k = 0 .. n - 1 (float64), from the closed form sum_i cos(k w_i)."""
     i = torch.arange(d_model // 2, dtype=torch.float64)  # (d_model / 2,)
     power = 2 * i / d_model if exponent == "2i/d" else i / d_model
-    omega = 10000.0 ** (-power)  # (d_model / 2,)
-    angles = k.double()[..., None] * omega  # (..., d_model / 2)
-    trig = torch.cos(angles) if fn == "cos" else torch.sin(angles)
-    return scale * trig.sum(dim=-1)
+    k = torch.arange(n, dtype=torch.float64)  # (n,)
+    return torch.cos(k[:, None] * 10000.0 ** (-power)).sum(dim=-1)  # (n,)
 
 
-@checker("2.5", "similarity of positions in closed form")
-def check_offset_similarity(fn: Callable[[Tensor, int], Tensor]) -> str:
-    """Check ``fn(k, d_model)`` returns PE[p] . PE[p + k] for integer offsets k, without building the table.
+def reference_half_offset(d_model: int, threshold: float = 0.5, exponent: str = "2i/d", strict: bool = True) -> int:
+    """The smallest k >= 1 with PE[p] . PE[p + k] < threshold * PE[p] . PE[p] (= threshold * d_model / 2)."""
+    curve = _similarity_curve(d_model, 4000, exponent)
+    below = curve < threshold * curve[0] if strict else curve <= threshold * curve[0]
+    return int(below[1:].nonzero()[0]) + 1
 
-    The checker compares with dot products of the real table at several starting positions p:
-    the answer must not depend on p.
-    """
-    for d_model in (8, 16, 64):
-        k = torch.arange(-20, 21)  # offsets, negative ones included
-        pe = sinusoidal_encoding(200, d_model).double()  # (200, d_model)
-        got = call_student(fn, k.clone(), d_model, what="your offset_similarity")
-        got = expect_tensor(got, f"offset_similarity(k, d_model={d_model})", k.shape)
-        want = _offset_similarity(k, d_model)
-        for p in (30, 77, 120):
-            measured = (pe[p] * pe[p + k]).sum(dim=-1)  # (41,)
-            if not torch.allclose(measured, want, atol=1e-3):
-                raise AssertionError("reference closed form disagrees with the table")  # pragma: no cover
-        mistakes = {
-            "Your values are odd in k, but the similarity is the same for k and -k: the sin * sin + cos * cos of a "
-            "pair is a cosine of the angle difference.": _offset_similarity(k, d_model, fn="sin"),
-            "Each (sin, cos) pair contributes one cosine: sum over d_model / 2 frequencies, do not average.":
-                _offset_similarity(k, d_model, scale=2.0 / d_model),
-            "The frequencies are 10000^(-2i/d_model) for i = 0 .. d_model/2 - 1 (the exponent has 2i).":
-                _offset_similarity(k, d_model, exponent="i/d"),
-            "Each (sin, cos) pair gives cos(k w_i) once, not twice.": _offset_similarity(k, d_model, scale=2.0),
-        }
-        expect_close(got.double(), want, f"offset_similarity(k, d_model={d_model})", mistakes, atol=1e-3, rtol=1e-4)
-    return "It equals PE[p] . PE[p + k] at every start p tried: the similarity depends only on the offset."
+
+@checker("2.5", "how far apart positions look alike")
+def check_half_offset(prediction: Any, fn: Callable[[int], int]) -> str:
+    """Check ``fn(d_model)``, the first offset k at which PE[p] . PE[p + k] falls below half of PE[p] . PE[p],
+    at d_model = 16, 64, 256 and 1024, then judge how it grows with d_model."""
+    guess = read_prediction(prediction, HALF_OFFSET_OPTIONS)
+    got = {}
+    for d_model in (16, 64, 256, 1024):
+        raw = call_student(fn, d_model, what="your half_offset")
+        if raw is None:
+            raise CheckFailed(f"half_offset({d_model}) returned None: if your table never drops below half, "
+                              "make it longer (a few hundred positions) and return the first offset that does.")
+        value = _as_int(raw, f"half_offset({d_model})")
+        want = reference_half_offset(d_model)
+        if value != want:
+            mistakes = {
+                reference_half_offset(d_model) - 1: "That is the last offset still above half: return the first "
+                                                    "one below.",
+                reference_half_offset(d_model, threshold=0.25): "Your threshold is a quarter: PE[p] . PE[p] is "
+                                                                "d_model / 2 (each sin^2 + cos^2 pair gives 1), and "
+                                                                "half of it is d_model / 4.",
+                reference_half_offset(d_model, exponent="i/d"): "The frequencies are 10000^(-2i/d_model), with 2i "
+                                                                "in the exponent.",
+                1: "At k = 1 the similarity is still close to its maximum: compare with half of PE[p] . PE[p] "
+                   "(d_model / 4), not with half of d_model.",
+                0: "k = 0 is the position with itself: start at k = 1.",
+            }
+            hint = mistakes.get(value, "Compute PE[0] . PE[k] for k = 1, 2, ... (from the table or from the "
+                                       "closed form) and return the first k below half of PE[0] . PE[0].")
+            raise CheckFailed(f"half_offset({d_model}) is not the first offset below half. {hint}")
+        got[d_model] = value
+    verdict = judge_range(got[1024] / got[256], HALF_OFFSET_GROWTH, what="your measurement")
+    return f"{verdict} {compare_prediction(guess, 'levels off', _HALF_OFFSET_WHY)}"

@@ -15,10 +15,12 @@ import torch
 from torch import Tensor, nn
 
 from ..norm import masked_feature_stats, residual_sublayer
-from ..schedules import vaswani_lr
 from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
+from .core import as_number as _as_number
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_layer_norm", "check_masked_stats", "check_residual_sublayer", "check_vaswani_lr"]
+__all__ = ["check_layer_norm", "check_masked_stats", "check_residual_experiment", "check_residual_sublayer",
+           "check_stream_growth"]
 
 
 # ---------------------------------------------------------------- 3.1 layer norm
@@ -129,71 +131,6 @@ def check_residual_sublayer(fn: Callable[[Tensor, Callable, Callable, str], Tens
     return "Post-LN normalises the sum; pre-LN keeps the identity path free of norms."
 
 
-# ---------------------------------------------------------------- 3.3 Vaswani schedule
-def _lr_table(fn: Callable[..., Any], steps: list[int], d_model: int, warmup: int) -> Tensor:
-    values = []
-    for step in steps:
-        try:
-            lr = call_student(fn, step, d_model, warmup, what=f"my_lr(step={step}, d_model={d_model}, warmup={warmup})")
-        except CheckFailed as failure:
-            if "ZeroDivisionError" in str(failure) or "math domain error" in str(failure):
-                raise CheckFailed(
-                    f"{failure}. Steps count from 1 (the first update is step 1); did you use step - 1?"
-                ) from None
-            raise
-        if isinstance(lr, Tensor) and lr.numel() == 1:
-            lr = lr.item()
-        if isinstance(lr, bool) or not isinstance(lr, Real):
-            raise CheckFailed(f"my_lr should return a number (float), got {type(lr).__name__} {lr!r}")
-        values.append(float(lr))
-    return torch.tensor(values, dtype=torch.float64)
-
-
-def _lr_formula(step: int, d_model: int, warmup: int, shift: int = 0, warm_exp: float = -1.5,
-                decay_exp: float = -0.5, scaled: bool = True, pick: Callable[..., float] = min) -> float:
-    """The schedule with one deliberate change (step shifted, an exponent, the d_model factor, min/max)."""
-    s = step + shift
-    if s <= 0:
-        return 0.0  # what min(inf, 0) gives when a tensor step of 0 is raised to -0.5
-    return (d_model**-0.5 if scaled else 1.0) * pick(s**decay_exp, s * warmup**warm_exp)
-
-
-@checker("3.3", "the paper's warm-up schedule")
-def check_vaswani_lr(fn: Callable[[int, int, int], float]) -> str:
-    """Check ``fn(step, d_model, warmup)`` against lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). Chapter 3."""
-    variants: dict[str, dict[str, Any]] = {
-        "Off by one: steps count from 1, so use step itself, not step + 1.": {"shift": 1},
-        "Off by one: steps count from 1, so use step itself, not step - 1.": {"shift": -1},
-        "Check the warm-up exponent: the rising part is step * warmup^-1.5, not warmup^-0.5.": {"warm_exp": -0.5},
-        "Check the decay exponent: after warm-up lr falls like step^-0.5 (inverse square root).": {"decay_exp": -1.5},
-        "Did you forget the factor d_model^-0.5 in front?": {"scaled": False},
-        "Check the sign of the warm-up exponent: the rising part is step * warmup^-1.5 (minus 1.5).":
-            {"warm_exp": 1.5},
-        "Check the sign of the decay exponent: after warm-up lr falls like step^-0.5 (minus 0.5).":
-            {"decay_exp": 0.5},
-        "Use min, not max: the schedule is the smaller of the two pieces.": {"pick": max},
-    }
-    hard_coded = {
-        "Use the warmup argument: your values match a fixed warmup of 4000 steps.": {"warmup": 4000},
-        "Use the d_model argument: your values match a fixed d_model of 512.": {"d_model": 512},
-    }
-    for d_model, warmup in [(512, 4000), (64, 10), (16, 2)]:
-        steps = sorted({1, 2, 3, max(1, warmup // 2), warmup, warmup + 1, 3 * warmup, 50 * warmup})
-        got = _lr_table(fn, steps, d_model, warmup)
-        want = torch.tensor([vaswani_lr(s, d_model, warmup) for s in steps], dtype=torch.float64)
-        mistakes = {
-            hint: torch.tensor([_lr_formula(s, d_model, warmup, **change) for s in steps], dtype=torch.float64)
-            for hint, change in variants.items()
-        }
-        for hint, fixed in hard_coded.items():
-            args = {"d_model": d_model, "warmup": warmup, **fixed}
-            if (args["d_model"], args["warmup"]) != (d_model, warmup):
-                mistakes[hint] = torch.tensor([_lr_formula(s, **args) for s in steps], dtype=torch.float64)
-        expect_close(got, want, f"my_lr at steps {steps} (d_model={d_model}, warmup={warmup})", mistakes,
-                     atol=1e-12, rtol=1e-6)
-    return f"Peak at step = warmup, e.g. {vaswani_lr(4000, 512, 4000):.3g} for d_model=512, warmup=4000."
-
-
 # ---------------------------------------------------------------- 3.4 padding-aware statistics
 @checker("3.4", "batch statistics without the padding")
 def check_masked_stats(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]) -> str:
@@ -281,3 +218,47 @@ def check_stream_growth(fn: Callable[[int, float], float]) -> str:
             raise AssertionError("simulation disagrees with the closed form")
     return ("Your prediction matches a simulated pre-LN stack within 5 % at 16 and 64 blocks: "
             "the std grows like sqrt(N).")
+
+
+# ----- 3.3 train a deep stack with and without residual connections (experiment) -------------------
+RESIDUAL_OPTIONS = {
+    "both": "both stacks learn the target",
+    "residual only": "only the stack with residual connections learns",
+    "neither": "16 layers are too deep for either to learn in 200 steps",
+}
+_RESIDUAL_WHY = {
+    "both": "The plain stack's first layers receive gradients orders of magnitude too small (the section above "
+            "measured them), and with one shared learning rate they barely move: the loss stays where the "
+            "output layer alone can bring it.",
+    "neither": "The residual stack's identity paths carry the gradient to every layer unchanged, so its "
+               "16 layers train as easily as a shallow network.",
+}
+PLAIN_STACK = Expected(
+    "unexplained share of the target variance after training the plain stack", 0.85, 1.05,
+    "the plain stack ends where it started: it predicts little more than the mean of the targets.",
+    below="Did your plain stack keep a residual connection, or did you skip the division by the targets' variance?",
+    above="Did you divide by the variance of the targets (unbiased=False), and return the last loss?",
+)
+RESIDUAL_STACK = Expected(
+    "unexplained share of the target variance after training the residual stack", 0.0, 0.5,
+    "with residual connections the same 16 layers explain most of the target's variance in 200 plain SGD "
+    "steps, and their loss is still falling.",
+    above="Did you add the residual (h = h + tanh(layer(h))), call opt.zero_grad() every step and return the "
+          "loss after the last step rather than the first?",
+)
+
+
+@checker("3.3", "deep stack with and without residuals")
+def check_residual_experiment(prediction: Any, fn: Callable[[bool, int], float]) -> str:
+    """Run the learner's ``fn(residual, seed)`` (16 Linear+tanh layers trained for 200 SGD steps, final loss
+    over the targets' variance) with and without residual connections and judge both results."""
+    guess = read_prediction(prediction, RESIDUAL_OPTIONS)
+    plain = _as_number(call_student(fn, False, 0, what="your train_deep_stack", may_modify=True),
+                       "train_deep_stack(False, 0)")
+    resid = _as_number(call_student(fn, True, 0, what="your train_deep_stack", may_modify=True),
+                       "train_deep_stack(True, 0)")
+    if plain == resid:
+        raise CheckFailed("your two runs give the same number: does `residual` change the forward pass?")
+    plain_line = judge_range(plain, PLAIN_STACK, what="your plain run")
+    resid_line = judge_range(resid, RESIDUAL_STACK, what="your residual run")
+    return f"{plain_line} {resid_line} {compare_prediction(guess, 'residual only', _RESIDUAL_WHY)}"

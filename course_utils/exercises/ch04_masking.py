@@ -15,6 +15,8 @@ from torch import Tensor
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, combine_masks, padding_mask
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import as_number as _as_number
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
 _CONVENTION = "The course's convention is a boolean keep-mask: True = attend, False = masked."
 
@@ -102,36 +104,6 @@ def check_padding_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
                 (tokens == 0).view(B, 1, 1, T),
         })
     return "Shape (B, 1, 1, T_k), True on real tokens."
-
-
-@checker("4.3", "decoder mask (padding AND causal)")
-def check_combine(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
-    """Check ``fn(pad_mask, causal)`` returns their broadcast AND, shape (B, 1, T, T)."""
-    g = torch.Generator().manual_seed(43)
-    for B, T in ((3, 5), (1, 1), (2, 4)):
-        tokens = torch.randint(1, 6, (B, T), generator=g)
-        lengths = torch.randint(1, T + 1, (B,), generator=g)
-        tokens[torch.arange(T).view(1, T) >= lengths.view(B, 1)] = 0  # right padding
-        if B > 1:
-            tokens[-1, 0] = 0  # one sequence with a padded first position: a fully masked row
-        pad, causal = padding_mask(tokens, 0), causal_mask(T)
-        what = f"the combined mask for B={B}, T={T}"
-        got = expect_tensor(call_student(fn, pad.clone(), causal.clone(), what="your combine"), what)
-        if tuple(got.shape) != (B, 1, T, T):
-            raise CheckFailed(
-                f"{what} should have shape ({B}, 1, {T}, {T}) from (B, 1, 1, T) & (1, 1, T, T), "
-                f"got {tuple(got.shape)}. Let broadcasting do it: pad & causal."
-            )
-        got = _expect_bool(got, what)
-        want = combine_masks(pad, causal)
-        assert want is not None
-        _expect_equal_mask(got, want, what, {
-            "It uses OR: a key must be allowed by BOTH masks (real token AND not in the future), so use &.":
-                pad | causal,
-            "It ignores the padding mask: combine both with &.": causal.expand(B, 1, T, T),
-            "It ignores the causal mask: combine both with &.": pad.expand(B, 1, T, T),
-        })
-    return "Shape (B, 1, T, T): (B, 1, 1, T) & (1, 1, T, T)."
 
 
 @checker("4.4", "masked softmax without NaN")
@@ -227,3 +199,49 @@ def check_fully_masked_rows(fn: Callable[[Tensor, int], Tensor]) -> str:
             raise CheckFailed(f"for {side} padding (pad_id={pad_id}) the empty rows are {want.int().tolist()}, "
                               f"got {got.int().tolist()}.")
     return "Right padding leaves no empty row; left padding empties the leading PAD queries."
+
+
+# ----- 4.3 train a next-token model without the causal mask (experiment) ---------------------------
+MASK_OPTIONS = {
+    "lower": "without the mask the training loss ends lower",
+    "same": "the mask makes no difference to the training loss",
+    "higher": "without the mask the training loss ends higher",
+}
+_MASK_WHY = {
+    "same": "Without the mask, query t may attend to key t + 1, which holds exactly the token it must predict.",
+    "higher": "Removing the mask gives every query more keys, including the answer: the loss can only go down.",
+}
+_LN8 = math.log(8)
+CAUSAL_RUN = Expected(
+    "training loss with the causal mask", _LN8 - 0.1, _LN8 + 0.15,
+    "the tokens are uniformly random, so no model can beat ln 8 (about 2.08 nats) at predicting the next one: "
+    "the masked model learned all there is to learn.",
+    below="Below ln 8 on random tokens means the model sees the answer: are the targets the inputs shifted by "
+          "one (seq[:, 1:] for the inputs seq[:, :-1]), and is the mask causal (True on and below the diagonal)?",
+    above="Did you return the loss of the last steps (not the first), and call opt.zero_grad() every step?",
+)
+OPEN_RUN = Expected(
+    "training loss without the mask", 0.15, 0.6,
+    "the unmasked model copies each answer from the next position; only the last position, whose next token is "
+    "not in the input, still pays ln 8, so the mean is near ln(8) / 8 = 0.26. A training loss this good is a "
+    "leak, not learning: at generation time the future tokens do not exist.",
+    below="Below ln(8) / 8: did the last position also see its target (inputs and targets of the same length "
+          "T + 1)?",
+    above="Did you really drop the mask (mask=None) in this run, and train for 200 steps at lr = 0.01?",
+)
+
+
+@checker("4.3", "training without the causal mask")
+def check_mask_experiment(prediction: Any, fn: Callable[[bool, int], float]) -> str:
+    """Run the learner's ``fn(causal, seed)`` (a one-block next-token model on random tokens, mean loss of the
+    last 20 of 200 steps) with and without the causal mask and judge both losses."""
+    guess = read_prediction(prediction, MASK_OPTIONS)
+    masked = _as_number(call_student(fn, True, 0, what="your train_next_token", may_modify=True),
+                        "train_next_token(True, 0)")
+    open_ = _as_number(call_student(fn, False, 0, what="your train_next_token", may_modify=True),
+                       "train_next_token(False, 0)")
+    if masked == open_:
+        raise CheckFailed("your two runs give the same loss: does `causal` decide the mask you pass to the block?")
+    masked_line = judge_range(masked, CAUSAL_RUN, what="your masked run")
+    open_line = judge_range(open_, OPEN_RUN, what="your unmasked run")
+    return f"{masked_line} {open_line} {compare_prediction(guess, 'lower', _MASK_WHY)}"

@@ -15,13 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..counting import encoder_layer_params
 from ..masks import causal_mask, padding_mask
-from ..model import DecoderBlock, Transformer, TransformerConfig
+from ..model import DecoderBlock
 from ..positional import sinusoidal_encoding
 from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
+from .core import as_number as _as_number
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_decoder_block", "check_embed", "check_encoder_layer_params", "check_ffn"]
+__all__ = ["check_decoder_block", "check_embed", "check_ffn", "check_mqa_layer_params", "check_order_experiment"]
 
 
 # ---------------------------------------------------------------- 5.1 position-wise FFN
@@ -106,52 +107,6 @@ def check_ffn(cls: Callable[..., nn.Module]) -> str:
                 )
         expect_close(got, want, f"FFN output in training mode with dropout={p}", mistakes)
     return "Two linear maps with a ReLU between them, applied to each position on its own."
-
-
-# ---------------------------------------------------------------- 5.2 parameters of an encoder layer
-@checker("5.2", "parameters of one encoder layer")
-def check_encoder_layer_params(fn: Callable[[int, int], int]) -> str:
-    """Check ``fn(d_model, d_ff)``: the number of parameters of one encoder layer. Chapter 5."""
-    cases = ((512, 2048), (64, 128), (4, 8), (6, 5))
-    got_values = []
-    for d, d_ff in cases:
-        got = call_student(fn, d, d_ff, what="encoder_layer_params")
-        got_values.append(as_int(got, f"encoder_layer_params({d}, {d_ff})"))
-    got_t = torch.tensor(got_values, dtype=torch.float64)
-
-    def table(mha: Callable[[int], int], ffn: Callable[[int, int], int], ln: Callable[[int], int]) -> Tensor:
-        return torch.tensor([mha(d) + ffn(d, f) + ln(d) for d, f in cases], dtype=torch.float64)
-
-    def mha(d: int) -> int:
-        return 4 * (d * d + d)
-
-    def ffn(d: int, f: int) -> int:
-        return 2 * d * f + d + f
-
-    want = torch.tensor([encoder_layer_params(d, f) for d, f in cases], dtype=torch.float64)
-    mistakes = {
-        "Did you forget the biases? Each nn.Linear has one (W_Q, W_K, W_V, W_O, W_1, W_2).":
-            table(lambda d: 4 * d * d, lambda d, f: 2 * d * f, lambda d: 4 * d),
-        "Did you forget the LayerNorm parameters? Each of the 2 LayerNorms has gamma and beta (2 d_model).":
-            table(mha, ffn, lambda d: 0),
-        "Did you count only one LayerNorm? The encoder layer has two, one per sub-layer.":
-            table(mha, ffn, lambda d: 2 * d),
-        "Did you count 3 projections instead of 4? Besides W_Q, W_K, W_V there is the output projection W_O.":
-            table(lambda d: 3 * (d * d + d), ffn, lambda d: 4 * d),
-        "Did you give both FFN biases d_ff entries? b_1 has d_ff, b_2 has d_model.":
-            table(mha, lambda d, f: 2 * d * f + 2 * f, lambda d: 4 * d),
-        "You are d_model short: one bias (of W_Q, W_K, W_V, W_O or the FFN's b_2) or one LayerNorm's gamma "
-        "or beta is missing.": table(mha, ffn, lambda d: 3 * d),
-        "You are d_ff short: the FFN's first bias b_1 (d_ff entries) is missing.":
-            table(mha, lambda d, f: 2 * d * f + d, lambda d: 4 * d),
-        "You counted d_model too many: is there an extra bias or LayerNorm vector?": table(mha, ffn, lambda d: 5 * d),
-        "Did you count the FFN's weights only once? W_1 is d_model x d_ff and W_2 is d_ff x d_model.":
-            table(mha, lambda d, f: d * f + d + f, lambda d: 4 * d),
-        "Did you count the decoder's layer? An encoder layer has one attention block; the decoder's has two "
-        "(self and cross) and three LayerNorms.": table(lambda d: 8 * (d * d + d), ffn, lambda d: 6 * d),
-    }
-    expect_close(got_t, want, "your counts for (d_model, d_ff) in " + str(list(cases)), mistakes, atol=0.5, rtol=0)
-    return f"For the paper's base layer that is {encoder_layer_params(512, 2048):,} parameters."
 
 
 # ---------------------------------------------------------------- 5.3 decoder block wiring
@@ -267,56 +222,85 @@ def check_embed(fn: Callable[..., Tensor]) -> str:
     return "Token vectors and positions now have comparable sizes."
 
 
-# ----- 5.5 the parameters of the whole model (transfer) ------------------------------------------------
-
-def _model_params(c: TransformerConfig, skip: str = "") -> int:
-    d, f = c.d_model, c.d_ff
-    mha = 4 * (d * d + d)
-    ffn = 2 * d * f + f + d
-    ln = 2 * d
-    enc = c.n_encoder_layers * (mha + ffn + 2 * ln)
-    dec = c.n_decoder_layers * ((1 if skip == "cross" else 2) * mha + ffn + (2 if skip == "cross" else 3) * ln)
-    emb = c.src_vocab_size * d + (0 if c.tie_embeddings and skip != "tie" else c.tgt_vocab_size * d)
-    out = c.tgt_vocab_size + (0 if c.tie_embeddings and skip != "tie" else d * c.tgt_vocab_size)
-    if skip == "out_bias":
-        out -= c.tgt_vocab_size
-    final = 2 * ln if c.norm_first and skip != "final" else 0
-    return enc + dec + emb + out + final
+# ----- 5.2 parameters of a variant the table does not list: multi-query attention (derive) ----------
+def _mqa_layer_params(d: int, h: int, f: int, kv: int = 2, kv_bias: bool = True, kv_width: str = "d_k",
+                      out: str = "full", ln: int = 2) -> int:
+    """Parameters of one post-LN encoder layer whose K and V projections are shared by all heads."""
+    d_k = d // h
+    w = d_k if kv_width == "d_k" else d
+    q_and_o = (d * d + d) + ((d * d + d) if out == "full" else (d_k * d + d))
+    keys_values = kv * (d * w + (w if kv_bias else 0))
+    return q_and_o + keys_values + (2 * d * f + f + d) + ln * 2 * d
 
 
-@checker("5.5", "parameters of the whole model")
-def check_model_params(fn: Callable[[TransformerConfig], int]) -> str:
-    """Check ``fn(config)`` returns the number of distinct parameters of Transformer(config), ties counted once."""
-    configs = [
-        TransformerConfig(29, 29, d_model=64, n_heads=4, d_ff=128, norm_first=False),
-        TransformerConfig(29, 29, d_model=64, n_heads=4, d_ff=128, norm_first=True),
-        TransformerConfig(100, 120, d_model=32, n_heads=2, d_ff=64, n_encoder_layers=3, n_decoder_layers=1),
-        TransformerConfig(500, 500, d_model=48, n_heads=4, d_ff=96, tie_embeddings=True, norm_first=True),
-    ]
-    for c in configs:
-        want = sum(p.numel() for p in Transformer(c).parameters())  # parameters() counts a shared one once
-        assert want == _model_params(c)
-        got = call_student(fn, c, what="your model_params")
-        if isinstance(got, bool) or not isinstance(got, int):
-            raise CheckFailed(f"model_params should return an int, got {type(got).__name__}.")
-        if got == want:
-            continue
-        mistakes = {
-            "cross": "Each decoder layer has two attention sublayers (masked self-attention and cross-attention) "
-                     "and three LayerNorms.",
-            "tie": "With tie_embeddings=True one (V, d_model) matrix serves as source embedding, target embedding "
-                   "and output projection: count it once.",
-            "final": "A pre-LN model (norm_first=True) ends each stack with one more LayerNorm (2 d_model "
-                     "parameters each).",
-            "out_bias": "The output projection d_model -> V_tgt has a bias of V_tgt numbers.",
-        }
-        for skip, hint in mistakes.items():
-            if _model_params(c, skip) != want and got == _model_params(c, skip):
-                raise CheckFailed(f"for {c.n_encoder_layers}+{c.n_decoder_layers} layers, d_model={c.d_model}, "
-                                  f"tie={c.tie_embeddings}, pre-LN={c.norm_first}: got {got:,}. {hint}")
-        raise CheckFailed(
-            f"for d_model={c.d_model}, d_ff={c.d_ff}, {c.n_encoder_layers}+{c.n_decoder_layers} layers, vocabularies "
-            f"{c.src_vocab_size}/{c.tgt_vocab_size}, tie={c.tie_embeddings}, pre-LN={c.norm_first}: expected "
-            f"{want:,}, got {got:,} (off by {got - want:+,})."
-        )
-    return "Your count matches the model for post-LN, pre-LN, unequal stacks and tied embeddings."
+@checker("5.2", "parameters of a multi-query encoder layer")
+def check_mqa_layer_params(fn: Callable[[int, int, int], int]) -> str:
+    """Check ``fn(d_model, n_heads, d_ff)``: the parameters of a post-LN encoder layer with multi-query attention
+    (one key and one value projection of width d_k shared by all heads), biases and LayerNorms included."""
+    cases = ((512, 8, 2048), (64, 4, 128), (48, 3, 96), (6, 2, 5))
+    got = []
+    for d, h, f in cases:
+        got.append(as_int(call_student(fn, d, h, f, what="your mqa_layer_params"), f"mqa_layer_params({d}, {h}, {f})"))
+    got_t = torch.tensor(got, dtype=torch.float64)
+
+    def table(**variant: Any) -> Tensor:
+        return torch.tensor([_mqa_layer_params(d, h, f, **variant) for d, h, f in cases], dtype=torch.float64)
+
+    mistakes = {
+        "That is the table's encoder layer: in multi-query attention W_K and W_V map d_model to d_k = d_model / "
+        "n_heads once, for all heads together, instead of d_model to d_model.": table(kv_width="d_model"),
+        "Did you forget the biases of the shared K and V projections (d_k each)?": table(kv_bias=False),
+        "Keys and values are two separate projections, each d_model -> d_k: count both.": table(kv=1),
+        "The output projection W_O still maps the concatenated heads (d_model wide) back to d_model: it keeps "
+        "its d_model x d_model weight.": table(out="d_k"),
+        "Did you forget the two LayerNorms (2 d_model each)?": table(ln=0),
+        "An encoder layer has two LayerNorms, one per sub-layer.": table(ln=1),
+    }
+    want = table()
+    expect_close(got_t, want, "your counts for (d_model, n_heads, d_ff) in " + str(list(cases)), mistakes,
+                 atol=0.5, rtol=0)
+    saved = 1 - _mqa_layer_params(512, 8, 2048) / _mqa_layer_params(512, 8, 2048, kv_width="d_model")
+    return (f"At the paper's base sizes the shared K and V save {saved:.0%} of a layer's parameters; the larger "
+            "saving of multi-query attention is the size of the key-value cache at decoding time.")
+
+
+# ----- 5.5 does the model know the order of its source? (experiment) --------------------------------
+ORDER_OPTIONS = {
+    "changes": "without positions, shuffling the source still changes the output",
+    "unchanged": "without positions, shuffling the source leaves the output unchanged",
+}
+_ORDER_WHY = {
+    "changes": "Without positions every encoder layer treats its tokens as a set (shuffle in, same shuffle out), "
+               "and cross-attention sums over the memory's positions in any order: the decoder cannot tell.",
+}
+NO_POSITIONS = Expected(
+    "largest change of the logits without positions", 0.0, 1e-4,
+    "without positional information the model sees its source as a bag of tokens: 'abc' and 'cba' give the "
+    "same translation, up to float32 rounding.",
+    above="Did you call model.eval() (dropout draws new masks on every call), build the model with "
+          "positional='none', and shuffle the source (src), not the target?",
+)
+WITH_POSITIONS = Expected(
+    "largest change of the logits with the sinusoidal table", 0.02, 100.0,
+    "adding the positional table to the embeddings is all that tells the model which token came first.",
+    below="Did you build this model with positional='sinusoidal' and apply the same shuffle to every row of src?",
+    above="Did you compare logits (not softmax or loss values of different sizes)?",
+)
+
+
+@checker("5.5", "is the model blind to source order?")
+def check_order_experiment(prediction: Any, fn: Callable[[str, int], float]) -> str:
+    """Run the learner's ``fn(positional, seed)`` (largest |logits(src) - logits(shuffled src)| of a small
+    untrained Transformer) without positions and with the sinusoidal table, and judge both."""
+    guess = read_prediction(prediction, ORDER_OPTIONS)
+    changes = {}
+    for positional in ("none", "sinusoidal"):
+        value = _as_number(call_student(fn, positional, 0, what="your order_sensitivity"),
+                           f"order_sensitivity({positional!r}, 0)")
+        if value < 0:
+            raise CheckFailed(f"order_sensitivity({positional!r}, 0) is negative: return the largest absolute "
+                              "difference, (a - b).abs().max().")
+        changes[positional] = value
+    none_line = judge_range(changes["none"], NO_POSITIONS, what="your run without positions")
+    pe_line = judge_range(changes["sinusoidal"], WITH_POSITIONS, what="your run with positions")
+    return f"{none_line} {pe_line} {compare_prediction(guess, 'unchanged', _ORDER_WHY)}"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core import CheckFailed, NotDoneYet, as_number
+from .core import CheckFailed, NotDoneYet, as_number, call_student
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,14 @@ def _fmt(x: float) -> str:
     if float(x).is_integer() and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.3g}"
+
+
+def read_prediction(prediction: Any, options: Mapping[str, str] | None = None) -> str:
+    """Like :func:`require_prediction`, but ``prediction`` may also be a function that returns the string.
+
+    A solution cell writes the prediction as ``def my_prediction(): return "..."`` so that the
+    student copy's stub (``raise NotImplementedError``) leaves it blank: that counts as not done yet.
+    """
+    if callable(prediction):
+        prediction = call_student(prediction, what="your prediction")
+    return require_prediction(prediction, options)
