@@ -85,3 +85,16 @@ def _fmt(x: float) -> str:
     if float(x).is_integer() and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.3g}"
+
+
+def recorded_prediction(prediction: Any, options: Mapping[str, str] | None = None) -> str:
+    """:func:`require_prediction` for a prediction given as a string or as a function that returns one.
+
+    Notebook exercises write the prediction in a function (``def my_prediction(): return "..."``),
+    so that the student copy's stub (``raise NotImplementedError``) reads as "not implemented yet".
+    """
+    if callable(prediction):
+        from .core import call_student
+
+        prediction = call_student(prediction, what="your prediction")
+    return require_prediction(prediction, options)
