@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from torch import nn
 
 from course_utils.exercises.ch08_decoder_only import (

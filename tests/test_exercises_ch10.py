@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-import torch
-
 import math
 
 import numpy as np
+import pytest
+import torch
 
 from course_utils.exercises.ch10_why_transformer import (
     CROSSOVER_OPTIONS,

@@ -9,9 +9,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ..attention import scaled_dot_product_attention
 from ..charlm import ngram_bits_per_char
 from ..data import PAD_ID
-from ..attention import scaled_dot_product_attention
 from ..gpt import DecoderOnly, DecoderOnlyConfig, top_k_filter, top_p_filter
 from ..masks import causal_mask
 from ..reversal_lm import SEP_ID, make_one_sequence_batch
