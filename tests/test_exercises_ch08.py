@@ -322,3 +322,51 @@ def test_trigram_checker_names_mistake(fn, hint):
 
 def test_trigram_checker_stub():
     assert "not implemented yet" in check_trigram_bits(stub).message
+
+
+# ----- 8.6 experiment: one layer or two for induction ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_layer():
+    from course_utils.induction import train_attention_only
+
+    torch.manual_seed(0)
+    model, _ = train_attention_only(steps=600, seed=0, d_model=64, n_heads=4)
+    return model
+
+
+def gain_by_copy_losses(model, tokens):
+    from course_utils.induction import copy_losses
+
+    first, second = copy_losses(model, tokens)
+    return 1 - second / first
+
+
+def test_induction_experiment_accepts_alternatives(two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers, reference_copy_gain
+
+    result = check_induction_layers(reference_copy_gain, "two layers needed", two_layer_model=two_layer)
+    assert result.passed and "between 0.6 and 1" in result.message and "matches" in result.message
+    result = check_induction_layers(gain_by_copy_losses, lambda: "one layer is enough", two_layer_model=two_layer)
+    assert result.passed and "You predicted 'one layer is enough'" in result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda m, t: 1 - gain_by_copy_losses(m, t), "second / first"),
+    (lambda m, t: __import__("course_utils.induction").induction.copy_losses(m, t)[0]
+     - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "difference of the losses"),
+    (lambda m, t: 0.5, "expected"),
+])
+def test_induction_experiment_names_mistakes(fn, hint, two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+
+    result = check_induction_layers(fn, "two layers needed", two_layer_model=two_layer)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_induction_experiment_stubs(two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+
+    assert check_induction_layers(gain_by_copy_losses, stub, two_layer_model=two_layer).not_implemented
+    assert not check_induction_layers(gain_by_copy_losses, "maybe", two_layer_model=two_layer).passed
+    assert check_induction_layers(stub, "two layers needed", two_layer_model=two_layer).not_implemented

@@ -16,6 +16,7 @@ from ..gpt import DecoderOnly, DecoderOnlyConfig, top_k_filter, top_p_filter
 from ..masks import causal_mask
 from ..reversal_lm import SEP_ID, make_one_sequence_batch
 from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor
+from .experiment import Expected
 
 
 # ----------------------------------------------------------------- 8.1 the target-only loss mask
@@ -354,3 +355,77 @@ def check_decoder_only(cls: Callable[[DecoderOnlyConfig], nn.Module]) -> str:
         }
         expect_close(got, want, "model(tokens)", mistakes=mistakes, atol=1e-4, rtol=1e-4)
     return "Your model computes the same logits as course_utils.gpt.DecoderOnly, with the same parameters."
+
+
+# ----------------------------------------------------------------- 8.6 experiment: one layer or two
+def reference_copy_gain(model: nn.Module, tokens: Tensor) -> float:
+    """1 - (mean loss on the second copy) / (mean loss on the first copy), as in Exercise 8.6. Chapter 8."""
+    from ..induction import copy_losses
+
+    first, second = copy_losses(model, tokens)
+    return 1.0 - second / first
+
+
+LAYER_OPTIONS = {
+    "one layer is enough": "a single attention layer also predicts the second copy",
+    "two layers needed": "with one layer the second copy stays nearly as hard as the first",
+    "neither learns it": "600 steps are too few for both",
+}
+ONE_LAYER_GAIN = Expected(
+    "copy gain of the one-layer attention-only model after 600 steps", -0.1, 0.45,
+    "one layer cannot form an induction head: finding 'the token after the earlier occurrence of this token' "
+    "needs a first layer that writes each token's predecessor into its position and a second layer that matches "
+    "on it. What one layer learns is the tokens' frequencies and a little look-back.",
+    above="Was the model really given one layer? The gain of the two-layer model is far higher.",
+)
+TWO_LAYER_GAIN = Expected(
+    "copy gain of the two-layer model after 600 steps", 0.6, 1.0,
+    "the two-layer model predicts a repeat it has never seen: an induction head.",
+    below="Measure the gain on the second copy against the first: 1 - second / first.",
+)
+
+
+@checker("8.6", "one layer or two for induction")
+def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: Any,
+                           two_layer_model: nn.Module | None = None) -> str:
+    """Record the prediction, check ``fn(model, tokens)`` measures the copy gain, then train a one-layer (and,
+    unless ``two_layer_model`` is given, a two-layer) attention-only model on varied repeats for 600 steps and
+    judge their gains against the reference ranges."""
+    from ..induction import repeated_sequences, train_attention_only
+    from .core import as_number
+    from .experiment import compare_prediction, judge_range, recorded_prediction
+
+    guess = recorded_prediction(prediction, LAYER_OPTIONS)
+    tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
+    models = {}
+    for n_layers in (1, 2):
+        if n_layers == 2 and two_layer_model is not None:
+            models[2] = two_layer_model
+            continue
+        torch.manual_seed(0)
+        models[n_layers], _ = train_attention_only(steps=600, seed=0, n_layers=n_layers, d_model=64, n_heads=4)
+    gains = {}
+    for n_layers, model in models.items():
+        got = as_number(call_student(fn, model, tokens.clone(), what="your copy_gain"), "copy_gain(model, tokens)")
+        want = reference_copy_gain(model, tokens)
+        if abs(got - want) > 1e-4:
+            from ..induction import copy_losses
+
+            first, second = copy_losses(model, tokens)
+            wrong = {
+                "That is second / first; the gain is 1 - second / first (0: no help from the repeat, 1: perfect).":
+                    second / first,
+                "That is the difference of the losses in nats; divide by the first copy's loss.": first - second,
+                "Compare the second copy with the first, not the other way round: 1 - second / first.":
+                    1 - first / second,
+            }
+            for hint, value in wrong.items():
+                if abs(got - value) <= 1e-4:
+                    raise CheckFailed(hint)
+            raise CheckFailed(f"on the {n_layers}-layer model your gain is {got:.3f}, expected {want:.3f}: average the "
+                              "next-token loss over the predictions inside each copy (skip each copy's first token).")
+        gains[n_layers] = got
+    outcome = ("neither learns it" if gains[2] < 0.6 else
+               "one layer is enough" if gains[1] >= 0.6 else "two layers needed")
+    return (f"{judge_range(gains[1], ONE_LAYER_GAIN, what='the one-layer gain')} "
+            f"{judge_range(gains[2], TWO_LAYER_GAIN, what='the two-layer gain')} {compare_prediction(guess, outcome)}")
