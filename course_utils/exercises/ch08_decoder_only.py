@@ -391,7 +391,7 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     """Record the prediction, check ``fn(model, tokens)`` measures the copy gain, then train a one-layer (and,
     unless ``two_layer_model`` is given, a two-layer) attention-only model on varied repeats for 600 steps and
     judge their gains against the reference ranges."""
-    from ..induction import repeated_sequences, train_attention_only
+    from ..induction import reference_attention_only, repeated_sequences
     from .core import as_number
     from .experiment import compare_prediction, judge_range, recorded_prediction
 
@@ -399,11 +399,8 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
     models = {}
     for n_layers in (1, 2):
-        if n_layers == 2 and two_layer_model is not None:
-            models[2] = two_layer_model
-            continue
-        torch.manual_seed(0)
-        models[n_layers], _ = train_attention_only(steps=600, seed=0, n_layers=n_layers, d_model=64, n_heads=4)
+        given = two_layer_model if n_layers == 2 else None
+        models[n_layers] = given if given is not None else reference_attention_only(n_layers)[0]
     gains = {}
     for n_layers, model in models.items():
         got = as_number(call_student(fn, model, tokens.clone(), what="your copy_gain"), "copy_gain(model, tokens)")
