@@ -76,3 +76,16 @@ def test_attention_only_is_causal_and_has_no_ffn():
     assert not any("linear1" in name or "ffn" in name for name, _ in model.named_modules())
     with pytest.raises(ValueError, match="max_len=12"):
         model(torch.zeros(1, 13, dtype=torch.long))
+
+
+def test_two_layers_learn_induction_and_one_does_not():
+    """The chapter's claim, on the cached reference runs: the second copy is predicted only with two layers."""
+    from course_utils.induction import reference_attention_only
+
+    tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(5))
+    gains = {}
+    for n_layers in (1, 2):
+        first, second = copy_losses(reference_attention_only(n_layers)[0], tokens)
+        assert abs(first - math.log(24)) < 0.05 * math.log(24)
+        gains[n_layers] = 1 - second / first
+    assert gains[2] > 0.6 and gains[1] < 0.45
