@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,7 +16,7 @@ from course_utils.exercises.ch06_training import (
     _STEP_CLIP,
     _step_setup,
     check_greedy_decode,
-    check_greedy_decode_cached,
+    check_learning_rate_experiment,
     check_shift_right,
     check_train_loop,
     check_train_step,
@@ -449,21 +451,46 @@ def cached_feeds_prefix(model, src, max_len):
     return ys[:, 1:]
 
 
-@pytest.mark.parametrize(("fn", "hint"), [
-    (greedy_ok, "no cache was made"), (cached_new_cache_each_step, "new cache was made"),
-    (cached_feeds_prefix, "the reversal, then EOS"),
-])
-def test_cached_checker_names_mistake(fn, hint):
-    result = check_greedy_decode_cached(fn)
-    assert not result.passed and hint in result.message, result.message
-
-
-def test_cached_checker_passes_reference():
-    assert check_greedy_decode_cached(cached_ok).passed
-
-
-@pytest.mark.parametrize("checker", [check_greedy_decode, check_greedy_decode_cached])
+@pytest.mark.parametrize("checker", [check_greedy_decode])
 def test_decoding_stubs_are_not_implemented(checker):
     def stub(model, src, max_len):
         raise NotImplementedError
     assert checker(stub).not_implemented
+
+
+# ----- 6.5 experiment: double the learning rate ---------------------------------------------------
+
+def test_lr_experiment_accepts_alternatives():
+    import dataclasses
+
+    result = check_learning_rate_experiment(lambda c: dataclasses.replace(c, lr=2 * c.lr), "lower")
+    assert result.passed and "between 0.4 and 0.85" in result.message and "matches" in result.message
+
+    def copy_and_set(config):
+        new = copy.deepcopy(config)
+        new.lr = config.lr * 2
+        return new
+
+    result = check_learning_rate_experiment(copy_and_set, lambda: "higher")
+    assert result.passed and "You predicted 'higher'" in result.message
+
+
+@pytest.mark.parametrize(("fn", "prediction", "hint"), [
+    (lambda c: __import__("dataclasses").replace(c, lr=2 * c.lr, warmup=0), "lower", "also changed warmup"),
+    (lambda c: __import__("dataclasses").replace(c, lr=c.lr**2), "lower", "squared"),
+    (lambda c: c, "lower", "unchanged"),
+    (lambda c: {"lr": 2 * c.lr}, "lower", "return a TrainConfig"),
+    (lambda c: __import__("dataclasses").replace(c, lr=2 * c.lr, steps=300), "lower", "also changed steps"),
+    (lambda c: c, "faster", "not one of the choices"),
+])
+def test_lr_experiment_names_mistake(fn, prediction, hint):
+    result = check_learning_rate_experiment(fn, prediction)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_lr_experiment_needs_the_prediction_first():
+    def stub(config):
+        raise NotImplementedError
+
+    assert check_learning_rate_experiment(stub, "lower").not_implemented
+    assert check_learning_rate_experiment(lambda c: c, "").not_implemented

@@ -164,3 +164,54 @@ def test_copy_targets_checker(wrong, hint):
     result = check_copy_targets(wrong)
     assert not result.passed and hint in result.message
     assert check_copy_targets(stub).not_implemented
+
+
+# ----- 7.5 experiment: knock out the copy heads ----------------------------------------------------
+
+def _zero_by_view(merged, head, n_heads):
+    """A second correct style: view the heads apart, zero one, merge again."""
+    B, T, d = merged.shape
+    heads = merged.view(B, T, n_heads, d // n_heads).clone()
+    heads[:, :, head] = 0
+    return heads.view(B, T, d)
+
+
+def test_knockout_accepts_alternatives_and_reports_both_ranges():
+    from course_utils.exercises.ch07_heatmaps import check_knockout, zero_head
+
+    result = check_knockout(zero_head, "drops, most strings survive")
+    assert result.passed and "between 0.6 and 0.97" in result.message and "between 0 and 0.3" in result.message
+    assert "matches" in result.message
+    result = check_knockout(_zero_by_view, lambda: "collapses")
+    assert result.passed and "You predicted 'collapses'" in result.message
+
+
+def test_knockout_names_mistakes():
+    from course_utils.exercises.ch07_heatmaps import check_knockout, zero_head
+
+    def in_place(merged, head, n_heads):
+        d_k = merged.shape[-1] // n_heads
+        merged[..., head * d_k : (head + 1) * d_k] = 0
+        return merged
+
+    cases = (
+        (lambda m, h, n: m.index_fill(1, torch.tensor([h]), 0.0) if h < m.shape[1] else m, "dimension 1 is time"),
+        (lambda m, h, n: m - zero_head(m, h, n), "zeroed all the others"),
+        (lambda m, h, n: m.index_fill(-1, torch.tensor([h * (m.shape[-1] // n)]), 0.0), "one column only"),
+        (in_place, "in place"),
+        (lambda m, h, n: m, "Nothing changed"),
+    )
+    for wrong, hint in cases:
+        result = check_knockout(wrong, "collapses")
+        assert not result.passed and hint in result.message, result.message
+    assert not check_knockout(zero_head, "unsure").passed
+
+
+def test_knockout_stubs():
+    from course_utils.exercises.ch07_heatmaps import check_knockout, zero_head
+
+    def stub(*args):
+        raise NotImplementedError
+
+    assert check_knockout(stub, "collapses").not_implemented
+    assert check_knockout(zero_head, stub).not_implemented

@@ -6,13 +6,24 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from course_utils.exercises.ch08_decoder_only import (
+    _tiny_model,
+    assembled_logits,
+    cached_forward,
+    check_decoder_only,
     check_filter_logits,
-    check_generate,
+    check_kv_cache,
     check_target_only_targets,
     check_trigram_bits,
+    new_dict_cache,
 )
+from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
+from course_utils.masks import causal_mask
+from course_utils.model import EncoderBlock
+from course_utils.norm import LayerNorm
+from course_utils.positional import SinusoidalPositionalEncoding
 from course_utils.sampling import top_k_filter, top_p_filter
 
 
@@ -74,72 +85,130 @@ def test_targets_checker_stub():
     assert not result.passed and "not implemented yet" in result.message
 
 
-# ----- 8.2 generation with a KV cache -------------------------------------------------------------
+# ----- 8.2 the inside of a KV cache ----------------------------------------------------------------
 
-@torch.no_grad()
-def generate_ok(model, prompt, n_new):
-    cache = model.new_cache()
-    seq, step_in = prompt, prompt
-    for _ in range(n_new):
-        nxt = model(step_in, cache=cache)[:, -1].argmax(-1, keepdim=True)
-        seq, step_in = torch.cat([seq, nxt], dim=1), nxt
-    return seq[:, prompt.shape[1]:]
+def cache_ok(model, tokens, cache):
+    return cached_forward(model, tokens, cache)
 
 
 @torch.no_grad()
-def generate_no_cache(model, prompt, n_new):
-    seq = prompt
-    for _ in range(n_new):
-        seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return seq[:, prompt.shape[1]:]
+def cache_einsum(model, tokens, cache):
+    """A second correct style: heads by reshape, attention by einsum, the mask as -inf scores."""
+    t0, (B, T) = cache["length"], tokens.shape
+    x = model.embed(tokens, t0)
+    for layer, block in enumerate(model.layers):
+        mha, h = block.self_attn, block.norm1(x)
+        heads = [p(h).view(B, T, mha.n_heads, mha.d_k).transpose(1, 2) for p in (mha.W_Q, mha.W_K, mha.W_V)]
+        q, k, v = heads
+        if cache["k"][layer] is not None:
+            k, v = torch.cat([cache["k"][layer], k], 2), torch.cat([cache["v"][layer], v], 2)
+        cache["k"][layer], cache["v"][layer] = k, v
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(mha.d_k)
+        future = torch.arange(t0 + T)[None, :] > torch.arange(t0, t0 + T)[:, None]  # (T, t0 + T)
+        w = scores.masked_fill(future, float("-inf")).softmax(-1)
+        x = x + mha.W_O((w @ v).transpose(1, 2).reshape(B, T, -1))
+        x = x + block.ffn(block.norm2(x))
+    cache["length"] = t0 + T
+    return model.output_projection(model.final_norm(x))
 
 
 @torch.no_grad()
-def generate_whole_seq(model, prompt, n_new):
-    cache, seq = model.new_cache(), prompt
-    for _ in range(n_new):
-        seq = torch.cat([seq, model(seq, cache=cache)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return seq[:, prompt.shape[1]:]
+def cache_recompute(model, tokens, cache):
+    """Right logits, wrong cost: keeps the tokens and runs the whole sequence every call."""
+    cache.setdefault("tokens", []).append(tokens)
+    seq = torch.cat(cache["tokens"], dim=1)
+    cache["length"] = seq.shape[1]
+    for layer in range(len(model.layers)):
+        cache["k"][layer] = cache["v"][layer] = torch.zeros(seq.shape[0], 1, seq.shape[1], 1)
+    return model(seq)[:, -tokens.shape[1]:]
 
 
-@torch.no_grad()
-def generate_first_row(model, prompt, n_new):
-    cache, seq, step_in = model.new_cache(), prompt, prompt
-    for _ in range(n_new):
-        nxt = model(step_in, cache=cache)[:, 0].argmax(-1, keepdim=True)
-        seq, step_in = torch.cat([seq, nxt], dim=1), nxt
-    return seq[:, prompt.shape[1]:]
+def test_cache_reference_equals_the_model_cache():
+    model = _tiny_model(0)
+    tokens = torch.randint(0, 11, (2, 6), generator=torch.Generator().manual_seed(0))
+    mine, theirs = new_dict_cache(2), model.new_cache()
+    for chunk in (tokens[:, :3], tokens[:, 3:4], tokens[:, 4:]):
+        torch.testing.assert_close(cached_forward(model, chunk, mine), model(chunk, cache=theirs))
+    torch.testing.assert_close(mine["k"][1], theirs.self_k[1])
 
 
-@torch.no_grad()
-def generate_forgets_cache(model, prompt, n_new):
-    seq, step_in = prompt, prompt
-    for _ in range(n_new):
-        nxt = model(step_in)[:, -1].argmax(-1, keepdim=True)
-        seq, step_in = torch.cat([seq, nxt], dim=1), nxt
-    return seq[:, prompt.shape[1]:]
-
-
-def generate_with_prompt(model, prompt, n_new):
-    return torch.cat([prompt, generate_ok(model, prompt, n_new)], dim=1)
-
-
-def test_generate_checker_passes_reference():
-    assert check_generate(generate_ok).passed
+@pytest.mark.parametrize("fn", [cache_ok, cache_einsum])
+def test_cache_checker_accepts_alternatives(fn):
+    assert check_kv_cache(fn).passed
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
-    (generate_no_cache, "one token per call"), (generate_whole_seq, "only the newest token"),
-    (generate_first_row, "[:, -1]"), (generate_forgets_cache, "without the cache"),
-    (generate_with_prompt, "without the prompt"),
+    (lambda m, t, c: cached_forward(m, t, c, "no_offset"), "positions 0, 1, ... again"),
+    (lambda m, t, c: cached_forward(m, t, c, "no_append"), "append the new keys"),
+    (lambda m, t, c: cached_forward(m, t, c, "no_mask"), "each other's future"),
+    (lambda m, t, c: cached_forward(m, t, c, "no_length"), "cache['length']"),
+    (cache_recompute, "keep the old keys and values"),
+    (lambda m, t, c: m.output_projection(m.final_norm(m.embed(t, c["length"]))), "first call"),
 ])
-def test_generate_checker_names_mistake(fn, hint):
-    result = check_generate(fn)
+def test_cache_checker_names_mistake(fn, hint):
+    result = check_kv_cache(fn)
     assert not result.passed and hint in result.message, result.message
 
 
-def test_generate_checker_stub():
-    assert "not implemented yet" in check_generate(stub).message
+def test_cache_checker_stub():
+    assert "not implemented yet" in check_kv_cache(stub).message
+
+
+# ----- 8.5 assemble the decoder-only model ----------------------------------------------------------
+
+class Assembled(nn.Module):
+    def __init__(self, c, scale=True, final=True, mask=True, tie=True, norm_first=True):
+        super().__init__()
+        self.embedding = nn.Embedding(c.vocab_size, c.d_model)
+        self.pe = SinusoidalPositionalEncoding(c.d_model, c.max_len)
+        self.layers = nn.ModuleList(EncoderBlock(c.d_model, c.n_heads, c.d_ff, norm_first=norm_first)
+                                    for _ in range(c.n_layers))
+        if final:
+            self.final_norm = LayerNorm(c.d_model)
+        self.output_projection = nn.Linear(c.d_model, c.vocab_size)
+        if tie:
+            self.output_projection.weight = self.embedding.weight
+        self.scale, self.mask = scale, mask
+
+    def forward(self, tokens):
+        x = self.pe(self.embedding(tokens) * (math.sqrt(self.embedding.embedding_dim) if self.scale else 1.0))
+        for block in self.layers:
+            x, _ = block(x, causal_mask(tokens.shape[1]) if self.mask else None)
+        return self.output_projection(self.final_norm(x))
+
+
+class AssembledLoop(Assembled):
+    """A second correct style: the mask built by hand, the blocks called one by one."""
+
+    def forward(self, tokens):
+        T = tokens.shape[1]
+        keep = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+        x = self.pe(self.embedding(tokens) * self.embedding.embedding_dim**0.5)
+        for i in range(len(self.layers)):
+            x = self.layers[i](x, keep)[0]
+        return self.output_projection(self.final_norm(x))
+
+
+@pytest.mark.parametrize("cls", [Assembled, AssembledLoop, DecoderOnly])
+def test_assembly_checker_accepts_alternatives(cls):
+    assert check_decoder_only(cls).passed
+
+
+@pytest.mark.parametrize(("kw", "hint"), [
+    ({"scale": False}, "not scaled"), ({"mask": False}, "causal mask is missing"),
+    ({"final": False}, "no final LayerNorm"), ({"tie": False}, "not tied"), ({"norm_first": False}, "post-LN"),
+])
+def test_assembly_checker_names_mistake(kw, hint):
+    result = check_decoder_only(lambda c: Assembled(c, **kw))
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_assembly_checker_stub_and_reference_wiring():
+    assert "not implemented yet" in check_decoder_only(stub).message
+    config = DecoderOnlyConfig(vocab_size=9, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=16)
+    ref = DecoderOnly(config).eval()
+    tokens = torch.randint(0, 9, (2, 5))
+    torch.testing.assert_close(assembled_logits(ref, tokens), ref(tokens))
 
 
 # ----- 8.3 top-k / top-p --------------------------------------------------------------------------
@@ -254,3 +323,49 @@ def test_trigram_checker_names_mistake(fn, hint):
 
 def test_trigram_checker_stub():
     assert "not implemented yet" in check_trigram_bits(stub).message
+
+
+# ----- 8.6 experiment: one layer or two for induction ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_layer():
+    from course_utils.induction import reference_attention_only
+
+    return reference_attention_only(2)[0]
+
+
+def gain_by_copy_losses(model, tokens):
+    from course_utils.induction import copy_losses
+
+    first, second = copy_losses(model, tokens)
+    return 1 - second / first
+
+
+def test_induction_experiment_accepts_alternatives(two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers, reference_copy_gain
+
+    result = check_induction_layers(reference_copy_gain, "two layers needed", two_layer_model=two_layer)
+    assert result.passed and "between 0.6 and 1" in result.message and "matches" in result.message
+    result = check_induction_layers(gain_by_copy_losses, lambda: "one layer is enough", two_layer_model=two_layer)
+    assert result.passed and "You predicted 'one layer is enough'" in result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda m, t: 1 - gain_by_copy_losses(m, t), "second / first"),
+    (lambda m, t: __import__("course_utils.induction").induction.copy_losses(m, t)[0]
+     - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "difference of the losses"),
+    (lambda m, t: 0.5, "expected"),
+])
+def test_induction_experiment_names_mistakes(fn, hint, two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+
+    result = check_induction_layers(fn, "two layers needed", two_layer_model=two_layer)
+    assert not result.passed and hint in result.message, result.message
+
+
+def test_induction_experiment_stubs(two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+
+    assert check_induction_layers(gain_by_copy_losses, stub, two_layer_model=two_layer).not_implemented
+    assert not check_induction_layers(gain_by_copy_losses, "maybe", two_layer_model=two_layer).passed
+    assert check_induction_layers(stub, "two layers needed", two_layer_model=two_layer).not_implemented

@@ -4,11 +4,14 @@ import torch
 from torch import nn
 
 from course_utils.exercises.ch09_length import (
-    check_alibi_bias,
-    check_end_positions,
+    alibi_copy_weight,
+    check_alibi_copy_weight,
     check_learned_randomized,
     check_random_positions,
-    end_positions,
+    check_test_positions,
+    check_unseen_offsets,
+    copy_offsets,
+    unseen_copy_offsets,
 )
 from course_utils.positional import alibi_bias_at, random_positions
 
@@ -18,42 +21,77 @@ def stub(*args, **kwargs):
 
 
 # ---------------------------------------------------------------- 9.1
-def test_end_positions_reference_and_mistakes():
-    assert check_end_positions(end_positions)
-    assert end_positions(torch.tensor([3, 1]), 4).tolist() == [[2, 1, 0, 0], [0, 0, 0, 0]]
+def offsets_loop(train_lengths, L, from_end):
+    """A second correct style: walk over the steps and test membership."""
+    seen = []
+    for n in train_lengths:
+        for t in range(n):
+            seen.append(0 if from_end else n - 1 - 2 * t)
+    need = [0 if from_end else L - 1 - 2 * t for t in range(L)]
+    return sorted({o for o in need if o not in seen})
 
-    def from_padded_end(lengths, T):
-        return (T - 1 - torch.arange(T)).expand(len(lengths), T).clamp(min=0)
 
-    def off_by_one(lengths, T):
-        return (lengths[:, None] - torch.arange(T)).clamp(min=0)
+def test_unseen_offsets_reference_and_alternatives():
+    assert unseen_copy_offsets(range(3, 11), 11, False) == [-10, 10]
+    assert unseen_copy_offsets(range(3, 11), 40, True) == []
+    assert copy_offsets(4, False) == [-3, -1, 1, 3]
+    assert check_unseen_offsets(unseen_copy_offsets)
+    assert check_unseen_offsets(offsets_loop)
+    assert check_unseen_offsets(lambda lengths, L, f: torch.tensor(unseen_copy_offsets(lengths, L, f)))
 
-    def unclamped(lengths, T):
-        return lengths[:, None] - 1 - torch.arange(T)
 
-    for wrong, hint in ((from_padded_end, "padded row"), (off_by_one, "Off by one"), (unclamped, "clamp them")):
-        result = check_end_positions(wrong)
-        assert not result and hint in result.message
-    assert check_end_positions(stub).not_implemented
+def test_unseen_offsets_mistakes():
+    def ignores_end(lengths, L, from_end):
+        return unseen_copy_offsets(lengths, L, False)
+
+    def seen_ones(lengths, L, from_end):
+        return sorted({o for n in lengths for o in copy_offsets(n, from_end)})
+
+    def all_needed(lengths, L, from_end):
+        return copy_offsets(L, from_end)
+
+    def with_eos_step(lengths, L, from_end):
+        def offsets(n):
+            return {0 if from_end else n - 1 - 2 * t for t in range(n + 1)}
+
+        return sorted(offsets(L) - {o for n in lengths for o in offsets(n)})
+
+    for wrong, hint in ((ignores_end, "share position t"), (seen_ones, "training did show"),
+                        (all_needed, "remove the ones"), (with_eos_step, "EOS")):
+        result = check_unseen_offsets(wrong)
+        assert not result and hint in result.message, result.message
+    assert check_unseen_offsets(stub).not_implemented
 
 
 # ---------------------------------------------------------------- 9.2
-def test_alibi_bias_reference_and_mistakes():
-    assert check_alibi_bias(alibi_bias_at)
+def test_alibi_copy_weight_reference_and_mistakes():
+    assert alibi_copy_weight(1.0, 1, 0) == 1.0
+    bias = alibi_bias_at(torch.tensor([0.5]), torch.tensor([[0]]), torch.arange(10)[None])  # (1, 1, 1, 10)
+    assert abs(float(torch.softmax(bias[0, 0, 0].double(), 0)[9]) - alibi_copy_weight(0.5, 10, 0)) < 1e-6
+    assert check_alibi_copy_weight(alibi_copy_weight)
+    assert check_alibi_copy_weight(lambda m, L, t: float(torch.softmax(bias_row(m, L, t), 0)[L - 1 - t]))
 
-    def signed(slopes, q_pos, k_pos):
-        return -slopes.view(1, -1, 1, 1) * (k_pos[:, None, None, :] - q_pos[:, None, :, None]).float()
+    def signed(m, L, t):
+        return torch.softmax(-m * (torch.arange(L) - t).float(), 0)[L - 1 - t]
 
-    def one_slope(slopes, q_pos, k_pos):
-        return alibi_bias_at(slopes[:1].expand(len(slopes)).contiguous(), q_pos, k_pos)
+    def reward(m, L, t):
+        return torch.softmax(m * (torch.arange(L) - t).abs().float(), 0)[L - 1 - t]
 
-    def positive(slopes, q_pos, k_pos):
-        return -alibi_bias_at(slopes, q_pos, k_pos)
+    def own_position(m, L, t):
+        return torch.softmax(-m * (torch.arange(L) - t).abs().float(), 0)[t]
 
-    for wrong, hint in ((signed, "absolute distance"), (one_slope, "own slope"), (positive, "sign is wrong")):
-        result = check_alibi_bias(wrong)
-        assert not result and hint in result.message
-    assert check_alibi_bias(stub).not_implemented
+    def raw_bias(m, L, t):
+        return -m * abs(L - 1 - 2 * t)
+
+    for wrong, hint in ((signed, "signed offset"), (reward, "penalty"), (own_position, "favours"),
+                        (raw_bias, "softmax")):
+        result = check_alibi_copy_weight(wrong)
+        assert not result and hint in result.message, result.message
+    assert check_alibi_copy_weight(stub).not_implemented
+
+
+def bias_row(m, L, t):
+    return torch.tensor([-m * abs(j - t) for j in range(L)], dtype=torch.float64)
 
 
 # ---------------------------------------------------------------- 9.3
@@ -137,3 +175,31 @@ def test_learned_randomized_reference_and_mistakes():
         result = check_learned_randomized(wrong)
         assert not result and hint in result.message, result.message
     assert check_learned_randomized(Stub).not_implemented
+
+
+# ---------------------------------------------------------------- 9.5
+def sorted_subset(batch_size, n, generator):
+    return torch.rand(batch_size, 64, generator=generator).argsort(-1)[:, :n].sort(-1).values
+
+
+def test_test_positions_accepts_alternatives_and_compares_the_prediction():
+    result = check_test_positions(lambda B, n, g: random_positions(B, n, 64, g), "winner same, loser collapses")
+    assert result and "between 0.9 and 1" in result.message and "matches" in result.message
+    result = check_test_positions(sorted_subset, "about the same")
+    assert result and "You predicted 'about the same'" in result.message
+
+
+def test_test_positions_mistakes():
+    cases = (
+        (lambda B, n, g: torch.arange(n).expand(B, n), "plain positions"),
+        (lambda B, n, g: torch.rand(B, 64, generator=g).argsort(-1)[:, :n], "distinct and increasing"),
+        (lambda B, n, g: random_positions(B, n, n + 2, g), "whole range 0..63"),
+        (lambda B, n, g: random_positions(B, n, 64, g).float(), "integer positions"),
+    )
+    for wrong, hint in cases:
+        result = check_test_positions(wrong, "both collapse")
+        assert not result and hint in result.message, result.message
+    result = check_test_positions(lambda B, n, g: random_positions(B, n, 64, g), "sooner")
+    assert not result and "not one of the choices" in result.message
+    assert check_test_positions(stub, "both collapse").not_implemented
+    assert check_test_positions(random_positions, stub).not_implemented

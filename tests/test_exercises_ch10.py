@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 import torch
 
-from course_utils.ablations import table1_counts
 from course_utils.exercises.ch10_why_transformer import (
-    check_additive_attention,
+    CROSSOVER_OPTIONS,
+    WORST_ROW_OPTIONS,
+    _additive_inputs,
+    check_loglog_crossover,
     check_steps_to_threshold,
-    check_table1,
+    check_weights_without_tanh,
     check_worst_row,
-    reference_additive_weights,
+    crossover_length,
+    reference_loglog_fit,
     reference_steps_to_threshold,
+    reference_weights_without_tanh,
     reference_worst_row,
 )
 
@@ -21,104 +28,107 @@ def _stub(*args, **kwargs):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("check", [check_additive_attention, check_table1, check_steps_to_threshold, check_worst_row])
-def test_stub_is_not_implemented_yet(check):
-    result = check(_stub)
+@pytest.mark.parametrize("call", [
+    lambda: check_weights_without_tanh(_stub), lambda: check_steps_to_threshold(_stub),
+    lambda: check_loglog_crossover(reference_loglog_fit, _stub), lambda: check_loglog_crossover(_stub, "never"),
+    lambda: check_worst_row(reference_worst_row, _stub), lambda: check_worst_row(_stub, "heads_1"),
+    lambda: check_loglog_crossover(reference_loglog_fit, ""),
+])
+def test_stub_is_not_implemented_yet(call):
+    result = call()
     assert not result.passed and result.not_implemented and "not implemented yet" in result.message
 
 
-# ----- 10.1 additive attention -----------------------------------------------------------------
+# ----- 10.1 additive attention without the tanh ------------------------------------------------
 
-def additive_loop(s, keys, W_s, W_h, v, keep):
-    """An independent per-element version of the reference."""
+def no_tanh_full(s, keys, W_s, W_h, v, keep):
+    """The full formula with the tanh removed, decoder state included: the derivation's starting point."""
+    scores = (((s @ W_s.T)[:, None] + keys @ W_h.T) @ v).masked_fill(~keep, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def no_tanh_loop(keys, W_h, v, keep):
     B, T, _ = keys.shape
     out = torch.zeros(B, T)
     for b in range(B):
-        scores = torch.tensor([float(v @ torch.tanh(W_s @ s[b] + W_h @ keys[b, j])) for j in range(T)])
+        scores = torch.tensor([float(v @ (W_h @ keys[b, j])) for j in range(T)])
         scores[~keep[b]] = float("-inf")
         out[b] = torch.softmax(scores, dim=0)
     return out
 
 
-def additive_no_tanh(s, keys, W_s, W_h, v, keep):
-    scores = (((s @ W_s.T)[:, None] + keys @ W_h.T) @ v).masked_fill(~keep, float("-inf"))
-    return torch.softmax(scores, dim=-1)
+def test_weights_without_tanh_do_not_depend_on_the_state():
+    s, keys, W_s, W_h, v, keep = _additive_inputs(1)
+    want = reference_weights_without_tanh(keys, W_h, v, keep)
+    for state in (s, torch.zeros_like(s), 10 * s):
+        torch.testing.assert_close(no_tanh_full(state, keys, W_s, W_h, v, keep), want)
+    torch.testing.assert_close(no_tanh_loop(keys, W_h, v, keep), want)
 
 
-def additive_no_mask(s, keys, W_s, W_h, v, keep):
-    return torch.softmax(torch.tanh((s @ W_s.T)[:, None] + keys @ W_h.T) @ v, dim=-1)
-
-
-def additive_zero_mask(s, keys, W_s, W_h, v, keep):
-    return torch.softmax((torch.tanh((s @ W_s.T)[:, None] + keys @ W_h.T) @ v).masked_fill(~keep, 0.0), dim=-1)
-
-
-def additive_wrong_dim(s, keys, W_s, W_h, v, keep):
-    scores = (torch.tanh((s @ W_s.T)[:, None] + keys @ W_h.T) @ v).masked_fill(~keep, float("-inf"))
-    return torch.softmax(scores, dim=0).nan_to_num(0.0)
-
-
-def test_additive_reference_matches_loop_and_passes():
-    from course_utils.exercises.ch10_why_transformer import _additive_inputs
-
-    args = _additive_inputs(0)
-    torch.testing.assert_close(reference_additive_weights(*args), additive_loop(*args))
-    assert check_additive_attention(additive_loop).passed
-    assert check_additive_attention(reference_additive_weights).passed
+def test_weights_without_tanh_accepts_alternatives():
+    assert check_weights_without_tanh(reference_weights_without_tanh).passed
+    assert check_weights_without_tanh(no_tanh_loop).passed
+    assert check_weights_without_tanh(
+        lambda k, W, v, keep: torch.softmax(torch.einsum("btd,ad,a->bt", k, W, v).masked_fill(~keep, -1e30), -1)
+    ).passed
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
-    (additive_no_tanh, "forget the tanh"), (additive_no_mask, "Padding keys get weight"),
-    (additive_zero_mask, "set to 0, not -inf"), (additive_wrong_dim, "wrong dimension"),
+    (lambda k, W, v, keep: torch.softmax((torch.tanh(k @ W.T) @ v).masked_fill(~keep, float("-inf")), -1),
+     "You kept the tanh"),
+    (lambda k, W, v, keep: keep.float() / keep.sum(-1, keepdim=True), "not uniform"),
+    (lambda k, W, v, keep: torch.softmax((k @ W.T) @ v, -1), "Padding keys get weight"),
+    (lambda k, W, v, keep: torch.softmax(((k @ W.T) @ v).masked_fill(~keep, 0.0), -1), "not -inf"),
+    (lambda k, W, v, keep: torch.softmax(((k @ W.T) @ v).masked_fill(~keep, float("-inf")), 0).nan_to_num(0.0),
+     "wrong dimension"),
 ])
-def test_additive_checker_names_mistake(fn, hint):
-    result = check_additive_attention(fn)
+def test_weights_without_tanh_names_mistake(fn, hint):
+    result = check_weights_without_tanh(fn)
     assert not result.passed and hint in result.message
 
 
-# ----- 10.2 Table 1 ----------------------------------------------------------------------------
+# ----- 10.2 log-log fits and the crossover -----------------------------------------------------
 
-def table1_ok(T, d):
-    return {"self_attention": {"ops_per_layer": T * T * d, "sequential": 1, "path_length": 1},
-            "recurrent": {"ops_per_layer": T * d * d, "sequential": T, "path_length": T}}
-
-
-def table1_swapped(T, d):
-    out = table1_ok(T, d)
-    out["self_attention"]["ops_per_layer"], out["recurrent"]["ops_per_layer"] = T * d * d, T * T * d
-    return out
+def fit_lstsq(lengths, ms):
+    x = torch.tensor(lengths, dtype=torch.float64).log2()
+    A = torch.stack([x, torch.ones_like(x)], dim=1)
+    solution = torch.linalg.lstsq(A, torch.tensor(ms, dtype=torch.float64).log2()[:, None]).solution[:, 0]
+    return float(solution[0]), float(solution[1])
 
 
-def table1_sequential_attention(T, d):
-    out = table1_ok(T, d)
-    out["self_attention"]["sequential"] = T
-    return out
+def test_loglog_fit_recovers_a_power_law():
+    slope, intercept = reference_loglog_fit([2, 4, 8, 16], [3 * n**1.5 for n in (2, 4, 8, 16)])
+    assert math.isclose(slope, 1.5) and math.isclose(intercept, math.log2(3))
+    assert math.isclose(crossover_length((1.0, 0.0), (2.0, -3.0)), 8.0)  # n = n^2 / 8 at n = 8
+    assert crossover_length((1.0, 0.0), (1.0, 1.0)) == math.inf
 
 
-def table1_short_recurrent_path(T, d):
-    out = table1_ok(T, d)
-    out["recurrent"]["path_length"] = 1
-    return out
+@pytest.mark.parametrize("fn", [reference_loglog_fit, fit_lstsq,
+                                lambda n, ms: tuple(np.polyfit(np.log2(n), np.log2(ms), 1))])
+def test_loglog_checker_accepts_alternatives(fn):
+    result = check_loglog_crossover(fn, "32 to 256")
+    assert result.passed and "between 90 and 250" in result.message and "matches" in result.message
 
 
-def table1_log_path(T, d):
-    out = table1_ok(T, d)
-    out["self_attention"]["path_length"] = max(1, T.bit_length())
-    return out
+def test_loglog_checker_compares_a_wrong_prediction_without_failing():
+    result = check_loglog_crossover(reference_loglog_fit, "below 32")
+    assert result.passed and "You predicted 'below 32'" in result.message
+    assert set(CROSSOVER_OPTIONS) == {"below 32", "32 to 256", "above 256", "never"}
 
 
-def test_table1_reference():
-    assert table1_counts(10, 64) == table1_ok(10, 64)
-    assert check_table1(table1_ok).passed
-
-
-@pytest.mark.parametrize(("fn", "hint"), [
-    (table1_swapped, "swapped"), (table1_sequential_attention, "one sequential step"),
-    (table1_short_recurrent_path, "longest path is T"), (table1_log_path, "'path_length'] should be 1"),
-    (lambda T, d: [T, d], "should return a dict"),
+@pytest.mark.parametrize(("fn", "prediction", "hint"), [
+    (lambda n, ms: tuple(np.polyfit(np.log(n), np.log(ms), 1)), "never", "natural logs"),
+    (lambda n, ms: tuple(np.polyfit(n, ms, 1)), "never", "raw times"),
+    (lambda n, ms: tuple(np.polyfit(np.log2(ms), np.log2(n), 1)), "never", "axes are swapped"),
+    (lambda n, ms: ((math.log2(ms[-1] / ms[0]) / math.log2(n[-1] / n[0])),
+                    math.log2(ms[0]) - math.log2(ms[-1] / ms[0]) / math.log2(n[-1] / n[0]) * math.log2(n[0])),
+     "never", "first and the last point"),
+    (lambda n, ms: (reference_loglog_fit(n, ms)[0], 0.0), "never", "intercept is not"),
+    (reference_loglog_fit, "soon", "not one of the choices"),
+    (lambda n, ms: reference_loglog_fit(n, ms)[0], "never", "(slope, intercept)"),
 ])
-def test_table1_checker_names_mistake(fn, hint):
-    result = check_table1(fn)
+def test_loglog_checker_names_mistake(fn, prediction, hint):
+    result = check_loglog_crossover(fn, prediction)
     assert not result.passed and hint in result.message
 
 
@@ -194,7 +204,18 @@ def worst_returns_row(table):
 def test_worst_reference():
     table = {"a": {"exact_match": 5.0, "final_loss": 1.0}, "b": {"exact_match": 5.0, "final_loss": None}}
     assert reference_worst_row(table) == "b"
-    assert check_worst_row(worst_ok).passed
+    result = check_worst_row(worst_ok, "no_residual")
+    assert result.passed and "300 steps" in result.message and "matches" in result.message
+    assert check_worst_row(lambda t: sorted(t, key=lambda k: (t[k]["exact_match"], -(t[k]["final_loss"] or 1e9)))[0],
+                           "heads_1").passed
+
+
+def test_worst_row_answer_comes_only_after_the_prediction():
+    result = check_worst_row(worst_ok, "")
+    assert result.not_implemented and "no_residual" not in result.message
+    assert set(WORST_ROW_OPTIONS) == {"heads_1", "no_positions", "no_residual", "no_layer_norm"}
+    result = check_worst_row(worst_ok, "no_positions")
+    assert result.passed and "You predicted 'no_positions'" in result.message
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
@@ -202,5 +223,5 @@ def test_worst_reference():
     (worst_low_loss_tie, "break the tie"), (worst_returns_row, "row's name"),
 ])
 def test_worst_checker_names_mistake(fn, hint):
-    result = check_worst_row(fn)
+    result = check_worst_row(fn, "no_residual")
     assert not result.passed and hint in result.message

@@ -17,8 +17,12 @@ from torch import Tensor
 
 from ..analysis import alignment_score, attention_entropy, copy_targets, reversal_targets
 from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_alignment_score", "check_copy_targets", "check_entropy", "check_strongest_head"]
+__all__ = [
+    "check_alignment_score", "check_copy_targets", "check_entropy", "check_knockout", "check_strongest_head",
+    "zero_head",
+]
 
 
 def _cross_weights(lengths: list[int], h: int, T_q: int, T_k: int, seed: int) -> Tensor:
@@ -222,3 +226,92 @@ def check_copy_targets(fn: Callable[[Tensor, int], Tensor]) -> str:
         }
         expect_close(got.long(), want, f"my_copy_targets({lengths}, {T_q})", mistakes)
     return "A copy model's cross-attention should light up the main diagonal."
+
+
+# ---------------------------------------------------------------- 7.5 experiment: knock out copy heads
+def zero_head(merged: Tensor, head: int, n_heads: int) -> Tensor:
+    """Reference for 7.5: merged heads (B, T, d_model) with head ``head``'s d_k columns set to 0. Chapter 7."""
+    d_k = merged.shape[-1] // n_heads
+    keep = torch.ones(merged.shape[-1], dtype=merged.dtype)
+    keep[head * d_k : (head + 1) * d_k] = 0
+    return merged * keep  # (B, T, d_model)
+
+
+KNOCKOUT_OPTIONS = {
+    "barely changes": "the other heads take over: exact match stays at 97 % or more",
+    "drops, most strings survive": "exact match falls, but stays between 60 and 97 %",
+    "collapses": "exact match falls below 60 %",
+}
+ONE_HEAD = Expected(
+    "exact match on lengths 3-10 with the strongest copy head knocked out", 0.6, 0.97,
+    "one head is not the whole copy mechanism: the other heads of its layer also align with the letter to copy and "
+    "carry most strings, but not all of them.",
+    below="Knock out one head only: zero its d_k columns of the merged heads, not more.",
+    above="Did your function change anything? Zero the columns head * d_k .. (head + 1) * d_k - 1.",
+)
+WHOLE_LAYER = Expected(
+    "exact match on lengths 3-10 with every cross-attention head of that layer knocked out", 0.0, 0.3,
+    "without that layer's cross-attention the decoder can no longer read the letter to copy: the mechanism is "
+    "shared by the heads of the layer, and redundant between them.",
+    above="Does your function zero the head it is given? The whole layer should be silenced here.",
+)
+
+
+def _knockout_em(model: Any, layer: int, heads: list[int], fn: Callable[..., Tensor]) -> float:
+    from ..evaluation import evaluate_by_length
+
+    mha = model.decoder_layers[layer].cross_attn
+    n_heads = mha.n_heads
+
+    def pre_hook(module: Any, inputs: tuple[Tensor, ...]) -> tuple[Tensor]:
+        merged = inputs[0]
+        for head in heads:
+            merged = call_student(fn, merged, head, n_heads, what="your zero_head")
+            merged = expect_tensor(merged, "zero_head(merged, head, n_heads)", inputs[0].shape)
+        return (merged,)
+
+    handle = mha.W_O.register_forward_pre_hook(pre_hook)
+    try:
+        scores = evaluate_by_length(model, range(3, 11), n_per_length=30)
+    finally:
+        handle.remove()
+    return sum(scores[n]["exact_match"] for n in scores) / len(scores)
+
+
+@checker("7.5", "knock out the copy heads")
+def check_knockout(fn: Callable[[Tensor, int, int], Tensor], prediction: Any) -> str:
+    """Record the prediction, check ``fn(merged, head, n_heads)`` zeroes one head's columns, then knock out the
+    shipped model's strongest cross-attention head, and then its whole layer, and judge the exact matches."""
+    guess = read_prediction(prediction, KNOCKOUT_OPTIONS)
+    g = torch.Generator().manual_seed(0)
+    for B, T, h, d_k, head in ((2, 3, 4, 2, 1), (1, 5, 2, 3, 0), (3, 2, 8, 1, 7)):
+        merged = torch.randn(B, T, h * d_k, generator=g)
+        got = call_student(fn, merged, head, h, what="your zero_head")
+        got = expect_tensor(got, "zero_head(merged, head, n_heads)", merged.shape)
+        want = zero_head(merged, head, h)
+        mistakes = {
+            "You zeroed a position (dimension 1 is time); the heads sit side by side in the last dimension, "
+            "d_k columns each.": merged.index_fill(1, torch.tensor([head]), 0.0) if head < T else merged,
+            "You kept the head and zeroed all the others: zero only the given head.": merged - want,
+            "Nothing changed: set the head's d_k columns to zero (multiply by a 0/1 mask or use torch.where).": merged,
+            "You zeroed one column only: a head owns d_k columns.":
+                merged.index_fill(-1, torch.tensor([head * d_k]), 0.0),
+        }
+        expect_close(got, want, "zero_head(merged, head, n_heads)", mistakes=mistakes)
+    from ..data import make_batch, random_strings
+    from ..runs.reversal import load_reversal_model
+
+    model = load_reversal_model()
+    strings = random_strings(200, 3, 10, generator=torch.Generator().manual_seed(0))
+    src, tgt_in, _ = make_batch(strings)
+    with torch.no_grad():
+        _, weights = model(src, tgt_in, return_attention=True)
+    targets = reversal_targets(torch.tensor([len(s) for s in strings]), tgt_in.shape[1])
+    table = torch.stack([alignment_score(w, targets) for w in weights["cross"]])  # (n_layers, h)
+    layer, head = divmod(int(table.argmax()), table.shape[1])
+    one = _knockout_em(model, layer, [head], fn)
+    whole = _knockout_em(model, layer, list(range(table.shape[1])), fn)
+    outcome = "barely changes" if one >= 0.97 else "collapses" if one < 0.6 else "drops, most strings survive"
+    return (f"Knocked out: layer {layer + 1}, head {head + 1}, the head with the highest alignment score. "
+            f"{judge_range(one, ONE_HEAD, what='the exact match')} "
+            f"{judge_range(whole, WHOLE_LAYER, what='the exact match')} {compare_prediction(guess, outcome)}")

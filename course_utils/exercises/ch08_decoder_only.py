@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from ..attention import scaled_dot_product_attention
 from ..charlm import ngram_bits_per_char
 from ..data import PAD_ID, SEP_ID, make_one_sequence_batch
-from ..gpt import DecoderOnly, DecoderOnlyConfig, generate
-from ..model import KVCache
+from ..gpt import DecoderOnly, DecoderOnlyConfig
+from ..masks import causal_mask
 from ..sampling import top_k_filter, top_p_filter
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor
+from .experiment import Expected
 
 
 # ----------------------------------------------------------------- 8.1 the target-only loss mask
@@ -51,92 +54,130 @@ def check_target_only_targets(fn: Callable[[Tensor, int, int], Tensor]) -> None:
         expect_close(got.long(), want, "target_only_targets(seq)", mistakes=mistakes, atol=0, rtol=0)
 
 
-# ----------------------------------------------------------------- 8.2 generation with a KV cache
-class _Spy(nn.Module):
-    """Wraps a DecoderOnly and records the number of new tokens of each call and whether a cache came with it."""
-
-    def __init__(self, model: DecoderOnly):
-        super().__init__()
-        self.model, self.config, self.calls = model, model.config, []
-
-    def new_cache(self) -> KVCache:
-        return self.model.new_cache()
-
-    def __repr__(self) -> str:
-        return "a DecoderOnly model"
-
-    def forward(self, tokens: Tensor, cache: KVCache | None = None, **kwargs: object) -> Tensor:
-        self.calls.append((int(tokens.shape[1]), cache is not None))
-        return self.model(tokens, cache=cache, **kwargs)
-
-
-def _tiny_model(seed: int) -> DecoderOnly:
+# ----------------------------------------------------------------- 8.2 the inside of a KV cache
+def _tiny_model(seed: int, norm_first: bool = True) -> DecoderOnly:
     torch.manual_seed(seed)
-    model = DecoderOnly(DecoderOnlyConfig(vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=128))
-    with torch.no_grad():  # larger weights: the greedy path depends strongly on every position
+    model = DecoderOnly(DecoderOnlyConfig(vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64,
+                                          norm_first=norm_first))
+    with torch.no_grad():  # larger weights: every position and every key matters to the logits
         for p in model.parameters():
             p.mul_(3.0)
     return model.eval()
 
 
+def new_dict_cache(n_layers: int) -> dict[str, Any]:
+    """The cache of Exercise 8.2: keys and values per layer (None until the first call) and the length fed so far."""
+    return {"k": [None] * n_layers, "v": [None] * n_layers, "length": 0}
+
+
 @torch.no_grad()
-def _generate_wrong(model: DecoderOnly, prompt: Tensor, n: int, mistake: str) -> Tensor:
-    seq, cache = prompt, model.new_cache()
-    step_in = prompt
-    for _ in range(n):
-        if mistake == "first_row":
-            logits = model(step_in, cache=cache)[:, 0]
-        elif mistake == "whole_seq_with_cache":
-            if cache.length + seq.shape[1] > model.config.max_len:
-                break
-            logits = model(seq, cache=cache)[:, -1]
-        else:  # "no_cache_new_token_only": the newest token alone, at position 0, without its past
-            logits = model(step_in)[:, -1]
-        nxt = logits.argmax(-1, keepdim=True)
-        seq = torch.cat([seq, nxt], dim=1)
-        step_in = nxt
-    out = seq[:, prompt.shape[1]:]
-    return out if out.shape[1] == n else torch.full((prompt.shape[0], n), -1)
+def cached_forward(model: DecoderOnly, tokens: Tensor, cache: dict[str, Any], mistake: str | None = None) -> Tensor:
+    """Logits (B, T_new, V) of the new tokens of a pre-LN DecoderOnly, filling ``cache`` (a dict). Chapter 8.
+
+    ``mistake`` computes a typical wrong version instead (used by the checker to name it).
+    """
+    offset = cache["length"]
+    T_new = tokens.shape[1]
+    x = model.embed(tokens, 0 if mistake == "no_offset" else offset)  # (B, T_new, d_model)
+    mask = causal_mask(offset + T_new)[:, :, offset:]  # (1, 1, T_new, offset + T_new)
+    if mistake == "no_mask":
+        mask = None
+    if mistake == "no_append":  # the cache is overwritten: the new queries see the new keys only
+        mask = causal_mask(T_new)  # (1, 1, T_new, T_new)
+    for layer, block in enumerate(model.layers):
+        mha, h = block.self_attn, block.norm1(x)
+        q = mha.split_heads(mha.W_Q(h))  # (B, heads, T_new, d_k)
+        k = mha.split_heads(mha.W_K(h))  # (B, heads, T_new, d_k)
+        v = mha.split_heads(mha.W_V(h))  # (B, heads, T_new, d_k)
+        if cache["k"][layer] is not None and mistake != "no_append":
+            k = torch.cat([cache["k"][layer], k], dim=2)  # (B, heads, t + T_new, d_k)
+            v = torch.cat([cache["v"][layer], v], dim=2)
+        cache["k"][layer], cache["v"][layer] = k, v
+        a, _ = scaled_dot_product_attention(q, k, v, mask)  # (B, heads, T_new, d_k)
+        x = x + mha.W_O(mha.merge_heads(a))
+        x = x + block.ffn(block.norm2(x))
+    cache["length"] = offset if mistake == "no_length" else offset + T_new
+    return model.output_projection(model.final_norm(x))  # (B, T_new, V)
 
 
-_WHOLE_SEQ = ("After the prompt, feed only the newest token: the cache already holds the keys and values of "
-              "the others, so feeding the whole sequence again counts them twice.")
+def _run_cached(fn: Callable[..., Tensor], model: DecoderOnly, chunks: list[Tensor], mistake: str | None = None
+                ) -> list[Tensor]:
+    cache = new_dict_cache(len(model.layers))
+    return [fn(model, chunk, cache, mistake) for chunk in chunks]
 
 
-@checker("8.2", "greedy generation with a KV cache")
-def check_generate(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> None:
-    """Check ``fn(model, prompt, n_new)`` returns the n_new greedy tokens (B, n_new), feeding the prompt
-    once and then one token per call with the cache."""
-    for seed, (B, T0, n) in enumerate(((2, 3, 8), (1, 1, 5), (3, 6, 10))):
+class _RowCounter:
+    """Counts the positions each layer's key projection computes per call: the spy of Exercise 8.2."""
+
+    def __init__(self, model: DecoderOnly):
+        self.rows: list[int] = []
+        self.handles = [block.self_attn.W_K.register_forward_hook(self._hook) for block in model.layers]
+
+    def _hook(self, module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
+        self.rows.append(int(inputs[0].shape[1]))
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+@checker("8.2", "the inside of a KV cache")
+def check_kv_cache(fn: Callable[[nn.Module, Tensor, dict[str, Any]], Tensor]) -> None:
+    """Check ``fn(model, tokens, cache)``: logits of the new tokens equal a full recompute's last rows, the cache
+    holds every layer's keys and values so far, and each call computes keys for the new tokens only."""
+    for seed, sizes in enumerate(((2, 3, 1, 1, 1), (1, 1, 1, 1), (3, 4, 3, 1, 2))):
         model = _tiny_model(seed)
-        prompt = torch.randint(0, 11, (B, T0), generator=torch.Generator().manual_seed(seed))
-        want = generate(model, prompt, n, temperature=0)
-        spy = _Spy(model)
-        try:
-            got = call_student(fn, spy, prompt.clone(), n, what="your generate")
-        except CheckFailed:
-            if any(with_cache and t > 1 for t, with_cache in spy.calls[1:]):
-                raise CheckFailed(_WHOLE_SEQ) from None
-            raise
-        got = expect_tensor(got, "generate(model, prompt, n_new)")
-        if got.shape == (B, T0 + n) and torch.equal(got[:, T0:], want):
-            raise CheckFailed("return only the n_new generated tokens (B, n_new), without the prompt in front.")
-        mistakes = {
-            "You took the logits of the first position of each call; the next token comes from the last one, [:, -1].":
-                _generate_wrong(model, prompt, n, "first_row"),
-            _WHOLE_SEQ: _generate_wrong(model, prompt, n, "whole_seq_with_cache"),
-            "The newest token was fed without the cache, so it saw no past and sat at position 0: pass "
-            "cache=cache on every call (make it once with model.new_cache()).":
-                _generate_wrong(model, prompt, n, "no_cache_new_token_only"),
-        }
-        expect_close(got.long(), want, "the generated tokens", mistakes=mistakes, atol=0, rtol=0)
-        lengths = [t for t, _ in spy.calls]
-        if not all(with_cache for _, with_cache in spy.calls) or lengths != [T0] + [1] * (n - 1):
-            raise CheckFailed(
-                f"the tokens are right, but the calls fed {lengths} tokens (cache used: "
-                f"{all(c for _, c in spy.calls)}); with a KV cache feed the prompt once ({T0} tokens), "
-                "then one token per call."
-            )
+        B = sizes[0]
+        tokens = torch.randint(0, 11, (B, sum(sizes[1:])), generator=torch.Generator().manual_seed(seed))
+        chunks = list(torch.split(tokens, list(sizes[1:]), dim=1))
+        cache = new_dict_cache(len(model.layers))
+        seen = 0
+        for i, chunk in enumerate(chunks):
+            spy = _RowCounter(model)
+            try:
+                got = call_student(fn, model, chunk.clone(), cache, what="your cached_forward", may_modify=True)
+            finally:
+                spy.remove()
+            seen += chunk.shape[1]
+            with torch.no_grad():
+                want = model(tokens[:, :seen])[:, -chunk.shape[1]:]  # (B, T_new, V): the full recompute
+            got = expect_tensor(got, "cached_forward(model, tokens, cache)", want.shape)
+            if not torch.allclose(got, want, atol=1e-4, rtol=1e-4):
+                hints = {
+                    "no_offset": "The new tokens got positions 0, 1, ... again: embed them at positions "
+                                 "continuing from cache['length'] (model.embed(tokens, offset)).",
+                    "no_length": "cache['length'] was not advanced: add the number of new tokens after each call, "
+                                 "or the next tokens get the positions of earlier ones.",
+                    "no_append": "The new queries saw only the new keys: append the new keys and values to the "
+                                 "cached ones of the same layer (torch.cat along the position dimension, dim=2).",
+                    "no_mask": "Several new tokens at once saw each other's future: the mask of the new queries is "
+                               "the last T_new rows of causal_mask(t + T_new).",
+                }
+                for mistake, hint in hints.items():
+                    wrong = _run_cached(cached_forward, model, chunks[: i + 1], mistake)[-1]
+                    if wrong.shape == got.shape and torch.allclose(got, wrong, atol=1e-4, rtol=1e-4):
+                        raise CheckFailed(hint)
+                if i == 0:
+                    raise CheckFailed("the logits of the prompt (first call, empty cache) differ from model(prompt): "
+                                      "check the blocks (pre-LN: x + attention(norm1(x)), then x + ffn(norm2(x))) "
+                                      "and the final LayerNorm before the output projection.")
+                raise CheckFailed(f"call {i + 1} (after {seen - chunk.shape[1]} cached tokens) gives logits that "
+                                  "differ from a full recompute; the first call was right, so look at what you keep "
+                                  "in the cache between calls.")
+            per_layer = spy.rows
+            if per_layer and max(per_layer) > chunk.shape[1]:
+                raise CheckFailed(f"the logits are right, but call {i + 1} computed keys for {max(per_layer)} "
+                                  f"positions where only {chunk.shape[1]} are new: keep the old keys and values in "
+                                  "the cache instead of recomputing the whole sequence.")
+            if not isinstance(cache, dict) or cache.get("length") != seen:
+                raise CheckFailed(f"after {seen} tokens cache['length'] should be {seen}, got "
+                                  f"{cache.get('length') if isinstance(cache, dict) else cache!r}.")
+            for layer in range(len(model.layers)):
+                k, v = cache["k"][layer], cache["v"][layer]
+                if not isinstance(k, Tensor) or not isinstance(v, Tensor) or k.shape[2] != seen or v.shape[2] != seen:
+                    raise CheckFailed(f"cache['k'][{layer}] and cache['v'][{layer}] should hold the keys and values "
+                                      f"of all {seen} tokens so far, (B, heads, {seen}, d_k); got "
+                                      f"{describe(k)} and {describe(v)}.")
 
 
 # ----------------------------------------------------------------- 8.3 top-k and top-p filtering
@@ -242,3 +283,146 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
         if not math.isfinite(got):
             raise CheckFailed("the result is infinite: a validation triple had probability 0. Add one to every count.")
         raise CheckFailed(f"expected {want:.4f} bits per character on a test corpus, got {got:.4f}.")
+
+
+# ----------------------------------------------------------------- 8.5 assemble the decoder-only model
+_PARTS = ("embedding", "layers", "final_norm", "output_projection")
+
+
+@torch.no_grad()
+def assembled_logits(ref: DecoderOnly, tokens: Tensor, scale: bool = True, final_norm: bool = True,
+                     mask: bool = True, post_ln: bool = False) -> Tensor:
+    """Logits of ``ref``'s weights wired as in Exercise 8.5, or with one typical mistake. Chapter 8."""
+    d = ref.config.d_model
+    x = ref.pe(ref.embedding(tokens) * (math.sqrt(d) if scale else 1.0))  # (B, T, d_model)
+    keep = causal_mask(tokens.shape[1]) if mask else None  # (1, 1, T, T)
+    for block in ref.layers:
+        if post_ln:
+            x = block.norm1(x + block.self_attn(x, x, x, mask=keep)[0])
+            x = block.norm2(x + block.ffn(x))
+        else:
+            x, _ = block(x, keep)
+    return ref.output_projection(ref.final_norm(x) if final_norm else x)
+
+
+@checker("8.5", "assemble the decoder-only model")
+def check_decoder_only(cls: Callable[[DecoderOnlyConfig], nn.Module]) -> str:
+    """Check ``cls(config)`` builds a pre-LN decoder-only model with the reference's parts and wiring:
+    scaled embedding + sinusoidal positions, EncoderBlocks under a causal mask, final LayerNorm, tied head."""
+    for seed, (V, d, h, n) in enumerate(((13, 16, 2, 2), (7, 8, 4, 3))):
+        config = DecoderOnlyConfig(vocab_size=V, d_model=d, n_heads=h, d_ff=2 * d, n_layers=n, max_len=32)
+        torch.manual_seed(seed)
+        ref = DecoderOnly(config).eval()
+        torch.manual_seed(seed)
+        model = call_student(cls, config, what="your DecoderOnly class")
+        if not isinstance(model, nn.Module):
+            raise CheckFailed(f"MyDecoderOnly(config) should be an nn.Module, got {describe(model)}")
+        model.eval()
+        missing = [name for name in _PARTS if not hasattr(model, name)]
+        if missing == ["final_norm"]:
+            raise CheckFailed("There is no final LayerNorm (self.final_norm): a pre-LN stack never normalises its "
+                              "residual stream, so the output projection would read an unnormalised sum.")
+        if missing:
+            raise CheckFailed(f"name the parts {', '.join(_PARTS)} (as in course_utils.gpt) so that the checker "
+                              f"can load the reference weights; missing: {', '.join(missing)}.")
+        if not isinstance(model.layers, nn.ModuleList) or len(model.layers) != n:
+            raise CheckFailed(f"self.layers should be an nn.ModuleList of config.n_layers = {n} EncoderBlocks, "
+                              f"got {describe(model.layers)}.")
+        if model.output_projection.weight is not model.embedding.weight:
+            raise CheckFailed("The head is not tied: set self.output_projection.weight = self.embedding.weight, "
+                              "one (V, d_model) matrix used twice (Press and Wolf).")
+        result = model.load_state_dict(ref.state_dict(), strict=False)
+        if result.missing_keys or result.unexpected_keys:
+            names = (result.missing_keys + result.unexpected_keys)[:4]
+            raise CheckFailed(f"your parameters do not line up with the reference's (for example {names}): build "
+                              "the blocks with EncoderBlock(d_model, n_heads, d_ff, norm_first=True) and the final "
+                              "norm with LayerNorm(d_model).")
+        tokens = torch.randint(0, V, (3, 9), generator=torch.Generator().manual_seed(seed))
+        want = ref(tokens)
+        got = call_student(model, tokens.clone(), what="your DecoderOnly's forward")
+        if isinstance(got, tuple):
+            got = got[0]
+        got = expect_tensor(got, "model(tokens)", want.shape)
+        mistakes = {
+            "The embedding is not scaled: multiply it by sqrt(d_model) before adding the positions, as in the paper "
+            "(section 3.4), or the positions drown the tokens.": assembled_logits(ref, tokens, scale=False),
+            "The causal mask is missing: every position sees the future, so training would teach it to copy the next "
+            "token. Pass causal_mask(T) to every block.": assembled_logits(ref, tokens, mask=False),
+            "The final LayerNorm is not applied: with pre-LN blocks, normalise x once more before the output "
+            "projection.": assembled_logits(ref, tokens, final_norm=False),
+            "The blocks run post-LN: build them with norm_first=True (GPT-2's pre-LN).":
+                assembled_logits(ref, tokens, post_ln=True),
+        }
+        expect_close(got, want, "model(tokens)", mistakes=mistakes, atol=1e-4, rtol=1e-4)
+    return "Your model computes the same logits as course_utils.gpt.DecoderOnly, with the same parameters."
+
+
+# ----------------------------------------------------------------- 8.6 experiment: one layer or two
+def reference_copy_gain(model: nn.Module, tokens: Tensor) -> float:
+    """1 - (mean loss on the second copy) / (mean loss on the first copy), as in Exercise 8.6. Chapter 8."""
+    from ..induction import copy_losses
+
+    first, second = copy_losses(model, tokens)
+    return 1.0 - second / first
+
+
+LAYER_OPTIONS = {
+    "one layer is enough": "a single attention layer also predicts the second copy",
+    "two layers needed": "with one layer the second copy stays nearly as hard as the first",
+    "neither learns it": "600 steps are too few for both",
+}
+ONE_LAYER_GAIN = Expected(
+    "copy gain of the one-layer attention-only model after 600 steps", -0.1, 0.45,
+    "one layer cannot form an induction head: finding 'the token after the earlier occurrence of this token' "
+    "needs a first layer that writes each token's predecessor into its position and a second layer that matches "
+    "on it. What one layer learns is the tokens' frequencies and a little look-back.",
+    above="Was the model really given one layer? The gain of the two-layer model is far higher.",
+)
+TWO_LAYER_GAIN = Expected(
+    "copy gain of the two-layer model after 600 steps", 0.6, 1.0,
+    "the two-layer model predicts a repeat it has never seen: an induction head.",
+    below="Measure the gain on the second copy against the first: 1 - second / first.",
+)
+
+
+@checker("8.6", "one layer or two for induction")
+def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: Any,
+                           two_layer_model: nn.Module | None = None) -> str:
+    """Record the prediction, check ``fn(model, tokens)`` measures the copy gain, then train a one-layer (and,
+    unless ``two_layer_model`` is given, a two-layer) attention-only model on varied repeats for 600 steps and
+    judge their gains against the reference ranges."""
+    from ..induction import reference_attention_only, repeated_sequences
+    from .core import as_number
+    from .experiment import compare_prediction, judge_range, read_prediction
+
+    guess = read_prediction(prediction, LAYER_OPTIONS)
+    tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
+    models = {}
+    for n_layers in (1, 2):
+        given = two_layer_model if n_layers == 2 else None
+        models[n_layers] = given if given is not None else reference_attention_only(n_layers)[0]
+    gains = {}
+    for n_layers, model in models.items():
+        got = as_number(call_student(fn, model, tokens.clone(), what="your copy_gain"), "copy_gain(model, tokens)")
+        want = reference_copy_gain(model, tokens)
+        if abs(got - want) > 1e-4:
+            from ..induction import copy_losses
+
+            first, second = copy_losses(model, tokens)
+            wrong = {
+                "That is second / first; the gain is 1 - second / first (0: no help from the repeat, 1: perfect).":
+                    second / first,
+                "That is the difference of the losses in nats; divide by the first copy's loss.": first - second,
+                "Compare the second copy with the first, not the other way round: 1 - second / first.":
+                    1 - first / second,
+            }
+            for hint, value in wrong.items():
+                if abs(got - value) <= 1e-4:
+                    raise CheckFailed(hint)
+            raise CheckFailed(f"on the {n_layers}-layer model your gain is {got:.3f}, expected {want:.3f}: average the "
+                              "next-token loss over the predictions inside each copy (skip each copy's first token).")
+        gains[n_layers] = got
+    outcome = ("neither learns it" if gains[2] < 0.6 else
+               "one layer is enough" if gains[1] >= 0.6 else "two layers needed")
+    return (f"{judge_range(gains[1], ONE_LAYER_GAIN, what='the one-layer gain')} "
+            f"{judge_range(gains[2], TWO_LAYER_GAIN, what='the two-layer gain')} {compare_prediction(guess, outcome)}")

@@ -1,8 +1,8 @@
 """Checkers for the exercises of Chapter 9 (length generalisation).
 
-9.1 source positions counted from the end, 9.2 ALiBi's bias at arbitrary positions, 9.3
-randomized positions (Ruoss et al., 2023), 9.4 an experiment: randomized positions for a learned
-table, and what happens beyond the table. Each checker compares with :mod:`course_utils`'s
+9.1 the copy offsets a long string needs that training never showed, 9.2 where ALiBi's bias pulls
+cross-attention, 9.3 randomized positions (Ruoss et al., 2023), 9.4 randomized positions for a
+learned table, 9.5 an experiment: random positions at test time. Each checker compares with :mod:`course_utils`'s
 reference on seeded inputs and names the likely mistake.
 """
 
@@ -14,10 +14,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..positional import alibi_bias_at, alibi_slopes
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, describe, expect_tensor
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_alibi_bias", "check_end_positions", "check_learned_randomized", "check_random_positions"]
+__all__ = [
+    "check_alibi_copy_weight", "check_learned_randomized", "check_random_positions", "check_test_positions",
+    "check_unseen_offsets",
+]
 
 
 def end_positions(lengths: Tensor, T: int) -> Tensor:
@@ -31,55 +34,105 @@ def _expect_integer(got: Tensor, what: str) -> None:
         raise CheckFailed(f"{what} should hold integer positions (torch.long), got dtype {got.dtype}")
 
 
-# ---------------------------------------------------------------- 9.1 positions from the end
-@checker("9.1", "source positions counted from the end")
-def check_end_positions(fn: Callable[[Tensor, int], Tensor]) -> str:
-    """my_end_positions(lengths (B,), T) -> (B, T) positions: L-1-j for j < L, 0 on padding."""
-    for lengths, T in (([5, 3, 1], 5), ([4], 4), ([2, 6], 8), ([1], 1)):
-        lengths_t = torch.tensor(lengths)
-        got = call_student(fn, lengths_t.clone(), T, what="my_end_positions")
-        got = expect_tensor(got, "my_end_positions(lengths, T)", (len(lengths), T))
-        _expect_integer(got, "my_end_positions(lengths, T)")
-        j = torch.arange(T).unsqueeze(0)
-        L = lengths_t.unsqueeze(1)
+# ---------------------------------------------------------------- 9.1 copy offsets never trained
+def copy_offsets(L: int, from_end: bool) -> list[int]:
+    """Key position minus query position of the letter each output step t < L must copy (reversal). Chapter 9.
+
+    Output step t sits at position t; it copies source letter L-1-t, at position L-1-t counted from the
+    start (offset L-1-2t) or at position t counted from the end (offset 0).
+    """
+    return sorted({0 if from_end else L - 1 - 2 * t for t in range(L)})
+
+
+def unseen_copy_offsets(train_lengths: range | list[int], L: int, from_end: bool) -> list[int]:
+    """Reference for 9.1: the copy offsets a string of length L needs that no training length produced."""
+    seen = {o for n in train_lengths for o in copy_offsets(n, from_end)}
+    return sorted(set(copy_offsets(L, from_end)) - seen)
+
+
+def _with_eos_step(train_lengths: range | list[int], L: int, from_end: bool) -> list[int]:
+    """Mistake for 9.1: the step t = n that emits EOS counted as if it copied letter n-1-t."""
+    def offsets(n: int) -> set[int]:
+        return {0 if from_end else n - 1 - 2 * t for t in range(n + 1)}
+
+    return sorted(offsets(L) - set().union(*(offsets(n) for n in train_lengths)))
+
+
+@checker("9.1", "copy offsets that training never showed")
+def check_unseen_offsets(fn: Callable[[Any, int, bool], Any]) -> str:
+    """my_unseen_copy_offsets(train_lengths, L, from_end) -> sorted list of the offsets (key - query) that the
+    letters to copy at length L need and no training length produced."""
+    cases = ((range(3, 11), 20, False), (range(3, 11), 20, True), (range(3, 11), 11, False),
+             (range(3, 5), 12, False), ([5], 5, False), (range(2, 9), 30, True))
+    for lengths, L, from_end in cases:
+        got = call_student(fn, lengths, L, from_end, what="my_unseen_copy_offsets")
+        try:
+            got_list = sorted(int(o) for o in got)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"return a list of integer offsets, got {type(got).__name__}") from None
+        want = unseen_copy_offsets(lengths, L, from_end)
+        if got_list == want:
+            continue
+        seen = sorted({o for n in lengths for o in copy_offsets(n, from_end)})
         mistakes = {
-            "The positions count from the end of the padded row (T-1-j); count from the last real "
-            "letter L-1 instead, so padding does not shift them.": (T - 1 - j).expand(len(lengths), T).clamp(min=0),
-            "Off by one: the last real letter should be at position 0, not 1 (use L-1-j).": (L - j).clamp(min=0),
-            "Padding positions are negative; clamp them to 0 (they are masked, but tables have no row -1).": L - 1 - j,
-            "These are positions from the start (j); reversal needs them from the end.": j.expand(len(lengths), T),
+            "Counted from the end, step t and the letter it copies share position t: every offset is 0, so "
+            "none is new.": unseen_copy_offsets(lengths, L, False),
+            "Those are the offsets training did show; the question is which ones it did not.": seen,
+            "Those are all the offsets length L needs; remove the ones the training lengths produced.":
+                copy_offsets(L, from_end),
+            "Only the output steps that copy a letter count (t < L); the step that emits EOS copies nothing.":
+                _with_eos_step(lengths, L, from_end),
         }
-        expect_close(got.double(), end_positions(lengths_t, T).double(), "my_end_positions(lengths, T)",
-                     {k: v.double() for k, v in mistakes.items()})
-    return "Output step t and the letter it copies now share position t, for every length."
+        for hint, wrong in mistakes.items():
+            if got_list == wrong and wrong != want:
+                raise CheckFailed(hint)
+        raise CheckFailed(f"for lengths {list(lengths)}, L = {L}, from_end={from_end}: expected {want}, "
+                          f"got {got_list}.")
+    return ("Counted from the start, a 20-letter string needs copy offsets up to +-19 and training showed only "
+            "up to +-9: half of its letters must be found at distances the copy head never met, whatever the "
+            "scheme encodes. Counted from the end, one offset (0) serves every length.")
 
 
-# ---------------------------------------------------------------- 9.2 ALiBi at positions
-@checker("9.2", "ALiBi bias at arbitrary positions")
-def check_alibi_bias(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> str:
-    """my_alibi_bias(slopes (h,), q_pos (B, T_q), k_pos (B, T_k)) -> (B, h, T_q, T_k)."""
-    g = torch.Generator().manual_seed(90)
-    for h, B, T_q, T_k in ((4, 2, 3, 5), (8, 1, 6, 6), (2, 3, 1, 4)):
-        slopes = alibi_slopes(h)
-        q_pos = torch.randint(0, 30, (B, T_q), generator=g).sort(-1).values
-        k_pos = torch.randint(0, 30, (B, T_k), generator=g).sort(-1).values
-        got = call_student(fn, slopes.clone(), q_pos.clone(), k_pos.clone(), what="my_alibi_bias")
-        want = alibi_bias_at(slopes, q_pos, k_pos)
-        signed = (k_pos.unsqueeze(1) - q_pos.unsqueeze(2)).float().unsqueeze(1)  # (B, 1, T_q, T_k)
+# ---------------------------------------------------------------- 9.2 where ALiBi pulls cross-attention
+def alibi_copy_weight(slope: float, L: int, t: int, signed: bool = False, sign: float = -1.0,
+                      target: int | None = None) -> float:
+    """Reference for 9.2: weight on source position L-1-t of softmax_j(-slope |j - t|), j = 0..L-1. Chapter 9."""
+    j = torch.arange(L, dtype=torch.float64)
+    distance = (j - t) if signed else (j - t).abs()
+    weights = torch.softmax(sign * slope * distance, dim=0)
+    return float(weights[L - 1 - t if target is None else target])
+
+
+@checker("9.2", "where ALiBi pulls cross-attention")
+def check_alibi_copy_weight(fn: Callable[[float, int, int], Any]) -> str:
+    """my_alibi_copy_weight(slope, L, t) -> the weight ALiBi's bias alone gives the letter step t must copy."""
+    from .core import as_number
+
+    for slope, L, t in ((0.25, 8, 2), (0.5, 10, 0), (1.0, 5, 4), (0.0625, 20, 3), (0.5, 7, 3), (2.0, 1, 0)):
+        got = as_number(call_student(fn, slope, L, t, what="my_alibi_copy_weight"), "my_alibi_copy_weight")
+        want = alibi_copy_weight(slope, L, t)
+        if abs(got - want) <= 1e-6 + 1e-5 * abs(want):
+            continue
         mistakes = {
-            "The sign is wrong: ALiBi subtracts m_h * distance, so far keys get a lower score.": -want,
-            "Take the absolute distance |k - q|; a signed offset rewards keys on one side.":
-                -slopes.view(1, -1, 1, 1) * signed,
-            "Each head needs its own slope m_h: did you use one slope for all heads?":
-                -slopes[0] * signed.abs().expand(B, h, T_q, T_k),
+            "You used the signed offset j - t: ALiBi penalises the distance |j - t| in both directions.":
+                alibi_copy_weight(slope, L, t, signed=True),
+            "The bias is a penalty: -m |j - t|, so distant keys get less weight, not more.":
+                alibi_copy_weight(slope, L, t, sign=1.0),
+            "That is the weight on source position t, the one ALiBi favours; reversal must read L-1-t.":
+                alibi_copy_weight(slope, L, t, target=t),
+            "That is the raw bias -m |L-1-2t|; turn the biases of all L source positions into weights with a "
+            "softmax.": -slope * abs(L - 1 - 2 * t),
         }
-        if T_q == T_k:
-            mistakes["Queries are rows and keys are columns: the result looks transposed."] = want.transpose(-2, -1)
-        expect_close(got, want, "my_alibi_bias(slopes, q_pos, k_pos)", mistakes)
-    return "Only the distance between positions enters, never a position itself."
+        for hint, wrong in mistakes.items():
+            if abs(got - wrong) <= 1e-6 + 1e-5 * abs(wrong) and abs(wrong - want) > 1e-9:
+                raise CheckFailed(hint)
+        raise CheckFailed(f"for slope {slope}, L = {L}, t = {t} expected a weight of {want:.4g}, got {got:.4g}.")
+    first = alibi_copy_weight(0.5, 10, 0)
+    return (f"For slope 1/2 and a 10-letter string, the bias alone leaves the first output step {first:.1%} of "
+            "its weight for the letter it must copy: ALiBi pulls step t towards source position t, and the "
+            "content scores must fight that pull at every step, harder the longer the string.")
 
 
-# ---------------------------------------------------------------- 9.3 randomized positions
 @checker("9.3", "randomized positions")
 def check_random_positions(fn: Callable[..., Tensor]) -> str:
     """my_random_positions(batch_size, n, max_position, generator) -> (batch_size, n) sorted distinct positions."""
@@ -166,4 +219,100 @@ def check_learned_randomized(cls: Callable[..., Any]) -> str:
         ) from None
     else:
         raise CheckFailed(f"a sequence of {size + 1} tokens has no table row for its last position: raise ValueError.")
-    return "Every row is trained, yet no row exists beyond table_size: that is where it must fail."
+    return ("Every row gets trained, but in eval mode the module adds the consecutive rows 0..T-1, a pattern "
+            "that random subsets almost never produce in training: the `randomized` row's failure. Evaluating "
+            "with random positions too (Exercise 9.5) removes that mismatch; beyond table_size no row exists.")
+
+
+# ---------------------------------------------------------------- 9.5 random positions at test time
+@torch.no_grad()
+def exact_match_with_positions(model: Any, strings: list[str], table: Callable[[int, int], Tensor]) -> float:
+    """Share of ``strings`` that greedy decoding reverses exactly when the plain positions 0, 1, 2, ... are mapped
+    through ``table(B, n)`` (B, n) at test time, the same map for source and target (Ruoss et al.). Chapter 9."""
+    from ..data import EOS_ID, ITOS, PAD_ID, SOS_ID, make_batch
+
+    src, _, _ = make_batch(strings)
+    B, T = src.shape
+    keep = src != PAD_ID  # (B, T)
+    L = keep.long().sum(1, keepdim=True)  # (B, 1)
+    steps = int(L.max()) + 1
+    n = max(T, steps + 1)
+    positions = table(B, n)
+    if not isinstance(positions, Tensor) or tuple(positions.shape) != (B, n):
+        raise CheckFailed(f"my_test_positions(batch_size, n, generator) should return a ({B}, {n}) tensor, got "
+                          f"{describe(positions)}")
+    positions = positions.long()
+    plain = torch.arange(T).expand(B, T)
+    if model.config.source_positions == "end":
+        plain = (L - 1 - plain).clamp(min=0)  # letter j of an L-letter string at L-1-j
+    src_pos = positions.gather(1, plain)  # (B, T)
+    src_mask = keep[:, None, None, :]  # (B, 1, 1, T)
+    memory = model.encode(src, src_mask, positions=src_pos)
+    ys = torch.full((B, 1), SOS_ID)
+    for _ in range(steps):  # the whole prefix every step: one position map for all of it
+        tgt_pos = positions[:, : ys.shape[1]]  # (B, t)
+        logits = model.decode(ys, memory, src_mask, positions=(src_pos, tgt_pos))
+        ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    right = 0
+    for row, s in zip(ys[:, 1:].tolist(), strings, strict=True):
+        out = "".join(ITOS[i] for i in row[: row.index(EOS_ID)]) if EOS_ID in row else None
+        right += out == s[::-1]
+    return right / len(strings)
+
+
+TEST_POSITION_OPTIONS = {
+    "about the same": "random test positions change little for either model",
+    "winner same, loser collapses": "only the model that met random positions in training copes with them",
+    "both collapse": "no model copes with positions it was not evaluated with before",
+    "both improve": "random test positions help both models",
+}
+WINNER_RANDOM = Expected(
+    "lowest exact match of the winning recipe with random test positions, over lengths 3, 10, 20 and 40",
+    0.9, 1.0,
+    "the winner does not care which order-preserving map its positions go through: source and target share one "
+    "map, so the letter to copy stays at offset 0 from the output step, and RoPE sees only offsets.",
+    below="Draw a sorted subset of distinct positions from 0..max_position-1 for every row, as in Exercise 9.3.",
+)
+LOSER_RANDOM = Expected(
+    "highest exact match of the paper's sinusoidal model with random test positions, over lengths 3 and 10",
+    0.0, 0.2,
+    "a model trained only on the positions 0, 1, 2, ... meets positions it never saw, and fails inside the "
+    "training lengths too.",
+    above="Are your positions really random? Plain positions 0, 1, 2, ... leave the sinusoidal model intact.",
+)
+
+
+@checker("9.5", "random positions at test time")
+def check_test_positions(fn: Callable[..., Tensor], prediction: Any) -> str:
+    """Record the prediction, then evaluate the shipped winner and loser with ``fn(batch_size, n, generator)`` as
+    the test-time position map, and judge the exact matches against the reference ranges."""
+    from ..data import random_strings
+    from ..runs.length import LOSER, WINNER, load_scheme_model
+
+    guess = read_prediction(prediction, TEST_POSITION_OPTIONS)
+    g = torch.Generator().manual_seed(0)
+    probe = call_student(fn, 200, 5, g, what="my_test_positions")
+    probe = expect_tensor(probe, "my_test_positions(200, 5, generator)", (200, 5))
+    _expect_integer(probe, "my_test_positions(200, 5, generator)")
+    if (probe[:, 1:] <= probe[:, :-1]).any():
+        raise CheckFailed("the positions of each row must be distinct and increasing: the order of the letters "
+                          "is what the model reads.")
+    if bool((probe == torch.arange(5)).all()):
+        raise CheckFailed("those are the plain positions 0, 1, 2, ...: draw a random sorted subset of "
+                          "0..max_position-1 instead (the models use max_position = 64).")
+    if int(probe.max()) < 40 or int(probe.min()) < 0 or int(probe.max()) > 63:
+        raise CheckFailed("draw the positions from the whole range 0..63 (max_position = 64, the size the "
+                          "winner was trained with).")
+    winner, loser = load_scheme_model(WINNER), load_scheme_model(LOSER)
+
+    def table(batch_size: int, n: int) -> Tensor:
+        return call_student(fn, batch_size, n, g, what="my_test_positions")
+
+    def strings(L: int) -> list[str]:
+        return random_strings(40, L, L, torch.Generator().manual_seed(900 + L))
+
+    win = min(exact_match_with_positions(winner, strings(L), table) for L in (3, 10, 20, 40))
+    lose = max(exact_match_with_positions(loser, strings(L), table) for L in (3, 10))
+    verdict_win = judge_range(win, WINNER_RANDOM, what="the winner's exact match")
+    verdict_lose = judge_range(lose, LOSER_RANDOM, what="the sinusoidal model's exact match")
+    return f"{verdict_win} {verdict_lose} {compare_prediction(guess, 'winner same, loser collapses')}"

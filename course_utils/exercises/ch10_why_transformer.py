@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ..ablations import table1_counts
 from ..runs.ablations import load_ablations
-from .core import CheckFailed, call_student, checker, expect_close
+from .core import CheckFailed, as_number, call_student, checker, describe, expect_close
+from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
 
 def _additive_inputs(seed: int) -> tuple[Tensor, ...]:
@@ -30,58 +31,130 @@ def reference_additive_weights(s: Tensor, keys: Tensor, W_s: Tensor, W_h: Tensor
     return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
 
 
-@checker("10.1", "Bahdanau's additive attention")
-def check_additive_attention(fn: Callable[..., Tensor]) -> None:
-    """Check ``fn(s, keys, W_s, W_h, v, keep)`` returns the additive attention weights (B, T_src)."""
+def reference_weights_without_tanh(keys: Tensor, W_h: Tensor, v: Tensor, keep: Tensor) -> Tensor:
+    """Additive attention with the tanh removed: softmax_j(v . W_h h_j) over kept keys, (B, T). Chapter 10.
+
+    v . (W_s s + W_h h_j) = v . W_s s + v . W_h h_j, and the first term is the same for every j:
+    the softmax ignores it, so the weights do not depend on the decoder state s at all.
+    """
+    return torch.softmax(((keys @ W_h.T) @ v).masked_fill(~keep, float("-inf")), dim=-1)
+
+
+@checker("10.1", "additive attention without the tanh")
+def check_weights_without_tanh(fn: Callable[..., Tensor]) -> str:
+    """Check ``fn(keys, W_h, v, keep)`` returns the weights softmax_j(v . (W_s s + W_h h_j)) for every s."""
     for seed in range(3):
         s, keys, W_s, W_h, v, keep = _additive_inputs(seed)
-        got = call_student(fn, s.clone(), keys.clone(), W_s, W_h, v, keep.clone(), what="your additive_weights")
-        proj = (s @ W_s.T)[:, None, :] + keys @ W_h.T  # (B, T, d_a)
+        got = call_student(fn, keys.clone(), W_h, v, keep.clone(), what="your weights_without_tanh")
+        linear = (s @ W_s.T)[:, None, :] + keys @ W_h.T  # (B, T, d_a): the scores' inside, without tanh
+        want = torch.softmax((linear @ v).masked_fill(~keep, float("-inf")), dim=-1)
+        uniform = keep.float() / keep.sum(-1, keepdim=True)
         mistakes = {
-            "Did you forget the tanh? The score is v . tanh(W_s s + W_h h_j), a one-hidden-layer network.":
-                torch.softmax((proj @ v).masked_fill(~keep, float("-inf")), dim=-1),
+            "You kept the tanh: the exercise removes it, e_j = v . (W_s s + W_h h_j).":
+                torch.softmax((torch.tanh(keys @ W_h.T) @ v).masked_fill(~keep, float("-inf")), dim=-1),
+            "The weights are not uniform: v . W_h h_j still differs from key to key; only the decoder's term "
+            "v . W_s s is the same for every j and cancels in the softmax.": uniform,
             "Padding keys get weight: set their scores to -inf before the softmax (keep == False).":
-                torch.softmax(torch.tanh(proj) @ v, dim=-1),
+                torch.softmax((keys @ W_h.T) @ v, dim=-1),
             "Masked scores were set to 0, not -inf: exp(0) = 1 still gives padding weight.":
-                torch.softmax((torch.tanh(proj) @ v).masked_fill(~keep, 0.0), dim=-1),
+                torch.softmax(((keys @ W_h.T) @ v).masked_fill(~keep, 0.0), dim=-1),
             "The softmax runs over the wrong dimension: normalise over the source positions (the last one).":
-                torch.softmax((torch.tanh(proj) @ v).masked_fill(~keep, float("-inf")), dim=0).nan_to_num(0.0),
+                torch.softmax(((keys @ W_h.T) @ v).masked_fill(~keep, float("-inf")), dim=0).nan_to_num(0.0),
         }
-        want = reference_additive_weights(s, keys, W_s, W_h, v, keep)
-        expect_close(got, want, "additive_weights(...)", mistakes=mistakes)
+        expect_close(got, want, "weights_without_tanh(keys, W_h, v, keep)", mistakes=mistakes)
+    return ("Without the tanh the decoder state only adds v . W_s s, the same number to every score, and a "
+            "softmax ignores a constant: the model would read the same source positions at every output step, "
+            "so it could never reverse a string. The tanh is what lets the state choose where to look.")
 
 
-_TABLE1_KEYS = ("ops_per_layer", "sequential", "path_length")
+def reference_loglog_fit(lengths: Sequence[float], ms: Sequence[float]) -> tuple[float, float]:
+    """Least-squares line log2(ms) = slope * log2(n) + intercept: (slope, intercept). Chapter 10."""
+    x = torch.tensor([float(n) for n in lengths], dtype=torch.float64).log2()
+    y = torch.tensor([float(t) for t in ms], dtype=torch.float64).log2()
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    return slope, float(y.mean() - slope * x.mean())
 
 
-@checker("10.2", "the paper's Table 1, counted")
-def check_table1(fn: Callable[[int, int], Mapping[str, Mapping[str, int]]]) -> None:
-    """Check ``fn(T, d)`` gives ops per layer, sequential operations and path length for both layer types."""
-    for T, d in ((8, 64), (100, 16), (1, 5), (512, 512)):
-        got = call_student(fn, T, d, what="your table1")
-        want = table1_counts(T, d)
-        if not isinstance(got, Mapping) or set(got) != set(want):
-            raise CheckFailed(f"table1(T, d) should return a dict with keys {sorted(want)}, got {got!r:.80}")
-        for layer in want:
-            row = got[layer]
-            if not isinstance(row, Mapping) or set(row) != set(_TABLE1_KEYS):
-                raise CheckFailed(
-                    f"table1(T, d)[{layer!r}] should be a dict with keys {list(_TABLE1_KEYS)}, got {row!r:.80}"
-                )
-        sa, rec = got["self_attention"], got["recurrent"]
-        if T != d and (sa["ops_per_layer"], rec["ops_per_layer"]) == (T * d * d, T * T * d):
-            raise CheckFailed("The operation counts are swapped: self-attention compares every pair of positions "
-                              "(T^2 d), a recurrent layer multiplies a d x d matrix at each of T steps (T d^2).")
-        if T > 1 and sa["sequential"] == T:
-            raise CheckFailed("Self-attention needs only one sequential step: all positions are computed at once.")
-        if T > 1 and rec["path_length"] == 1:
-            raise CheckFailed("A recurrent layer's longest path is T: information from position 1 reaches position T "
-                              "only through every state in between.")
-        for layer in want:
-            for key in _TABLE1_KEYS:
-                if got[layer][key] != want[layer][key]:
-                    raise CheckFailed(f"table1({T}, {d})[{layer!r}][{key!r}] should be {want[layer][key]}, "
-                                      f"got {got[layer][key]!r}.")
+def crossover_length(fit_a: tuple[float, float], fit_b: tuple[float, float]) -> float:
+    """The length n at which two fitted power laws ms = 2^intercept * n^slope meet (inf if parallel). Chapter 10."""
+    (sa, ia), (sb, ib) = fit_a, fit_b
+    return math.inf if sa == sb else 2.0 ** ((ib - ia) / (sa - sb))
+
+
+CROSSOVER_OPTIONS = {
+    "below 32": "the Transformer's step is the cheaper one already at short strings",
+    "32 to 256": "the lines cross in the range of the benchmark or just beyond it",
+    "above 256": "the GRU stays cheaper well beyond the measured lengths",
+    "never": "the Transformer's step grows at least as fast as the GRU's",
+}
+CROSSOVER_1_THREAD = Expected(
+    "crossover length of the Transformer and the plain GRU with one thread (fits over the lengths from 8, "
+    "16 or 32 up to 128)", 90, 250,
+    "with one thread the Transformer's step overtakes the plain GRU's only around a hundred letters or more.",
+)
+
+
+def _fit_mistakes(lengths: Sequence[float], ms: Sequence[float]) -> dict[str, tuple[float, float]]:
+    x = torch.tensor([float(n) for n in lengths], dtype=torch.float64)
+    y = torch.tensor([float(t) for t in ms], dtype=torch.float64)
+    slope, intercept = reference_loglog_fit(lengths, ms)
+    lin = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    swapped = reference_loglog_fit(ms, lengths)
+    ends = float((y[-1] / y[0]).log2() / (x[-1] / x[0]).log2())
+    return {
+        "That intercept is in natural logs: take log2 of both the lengths and the times.":
+            (slope, intercept * math.log(2)),
+        "You fitted the raw times against the raw lengths: fit log2(ms) against log2(n), a power law is a "
+            "straight line only in log-log.": (lin, float(y.mean() - lin * x.mean())),
+        "The axes are swapped: regress log2(ms) on log2(n), not the lengths on the times.": swapped,
+        "That slope joins the first and the last point only: use a least-squares fit over all the points.":
+            (ends, float(y[0].log2() - ends * x[0].log2())),
+    }
+
+
+@checker("10.2", "where the Transformer overtakes the GRUs")
+def check_loglog_crossover(fn: Callable[[Sequence[float], Sequence[float]], Any], prediction: Any) -> str:
+    """Check the prediction is recorded, then ``fn(lengths, ms)`` -> (slope, intercept) of log2(ms) on log2(n),
+    then judge where its fits of the shipped timings say the Transformer's step gets cheaper than each GRU's."""
+    guess = read_prediction(prediction, CROSSOVER_OPTIONS)
+    g = torch.Generator().manual_seed(0)
+    for true_slope, scale in ((2.0, 0.5), (0.7, 12.0), (1.3, 3.0)):
+        lengths = [8, 16, 32, 64, 128]
+        noise = torch.exp(0.05 * torch.randn(len(lengths), generator=g, dtype=torch.float64))
+        ms = [scale * n**true_slope * float(e) for n, e in zip(lengths, noise, strict=True)]
+        got = call_student(fn, list(lengths), list(ms), what="your loglog_fit")
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailed(f"loglog_fit(lengths, ms) should return (slope, intercept), got {describe(got)}")
+        got_pair = (as_number(got[0], "the slope"), as_number(got[1], "the intercept"))
+        want = reference_loglog_fit(lengths, ms)
+        if all(math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6) for a, b in zip(got_pair, want, strict=True)):
+            continue
+        for hint, wrong in _fit_mistakes(lengths, ms).items():
+            if all(math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6) for a, b in zip(got_pair, wrong, strict=True)):
+                raise CheckFailed(hint)
+        if math.isclose(got_pair[0], want[0], rel_tol=1e-4):
+            raise CheckFailed("The slope is right but the intercept is not: intercept = mean(log2 ms) - "
+                              "slope * mean(log2 n).")
+        raise CheckFailed(f"on times that grow as n^{true_slope} your fit gives slope {got_pair[0]:.3g}, "
+                          f"expected about {want[0]:.3g}.")
+    timing = load_ablations()["timing"]
+    lengths, cross = timing["lengths"], {}
+    for threads in ("1", "2"):
+        ms = timing["ms_per_step"][threads]
+        fits = {k: tuple(as_number(v, "your fit") for v in call_student(fn, list(lengths), list(ms[k]),
+                                                                        what="your loglog_fit"))
+                for k in ("transformer", "gru", "gru_bahdanau")}
+        cross[threads] = {k: crossover_length(fits["transformer"], fits[k]) for k in ("gru", "gru_bahdanau")}
+    n1 = cross["1"]["gru"]
+    verdict = judge_range(n1, CROSSOVER_1_THREAD, what="your crossover")
+    outcome = ("never" if not math.isfinite(n1) else "below 32" if n1 < 32 else
+               "32 to 256" if n1 <= 256 else "above 256")
+    faster_bahdanau = all(cross[t]["gru_bahdanau"] < 32 for t in ("1", "2"))
+    earlier_with_two = cross["2"]["gru"] < cross["1"]["gru"]
+    return (f"{verdict} {compare_prediction(guess, outcome)} The attention GRU is overtaken below 32 letters with "
+            f"either thread count: {faster_bahdanau}; a second thread brings the crossover with the plain GRU "
+            f"earlier: {earlier_with_two}. The fitted slopes stay near 1, far from Table 1's n^2 d and n d^2, "
+            "because at these sizes the fixed cost of each operation dominates the arithmetic.")
 
 
 def reference_steps_to_threshold(accs: Sequence[float], threshold: float = 0.99, window: int = 10) -> int | None:
@@ -138,9 +211,26 @@ def reference_worst_row(table: Mapping[str, Mapping[str, Any]]) -> str:
     return max(table, key=badness)
 
 
+WORST_ROW_OPTIONS = {
+    "heads_1": "one attention head instead of four",
+    "no_positions": "no positional encoding",
+    "no_residual": "no residual connections",
+    "no_layer_norm": "no LayerNorm",
+}
+_WORST_ROW_WHY = {
+    "heads_1": "Reversal needs one alignment per output step, which a single head can express.",
+    "no_positions": "Without positions attention cannot tell the letters' order apart, yet the residual stream "
+                    "still carries each letter, so the loss falls further than without residuals.",
+    "no_layer_norm": "Two blocks at this width train without LayerNorm; depth is what makes it indispensable.",
+}
+
+
 @checker("10.4", "which change hurts most")
-def check_worst_row(fn: Callable[[Mapping[str, Mapping[str, Any]]], str]) -> str | None:
-    """Check ``fn(table)`` names the row with the lowest exact match (ties: highest final loss; None is worst)."""
+def check_worst_row(fn: Callable[[Mapping[str, Mapping[str, Any]]], str], prediction: Any) -> str:
+    """Check the prediction is recorded first, then ``fn(table)`` names the row with the lowest exact match
+    (ties: highest final loss; None is worst), then rank the shipped rows that share one budget."""
+    guess = read_prediction(prediction, WORST_ROW_OPTIONS)
+
     def row(em: float, loss: float | None) -> dict[str, Any]:
         return {"exact_match": em, "final_loss": loss}
 
@@ -165,14 +255,14 @@ def check_worst_row(fn: Callable[[Mapping[str, Mapping[str, Any]]], str]) -> str
         if table is tables[2]:
             raise CheckFailed("On equal exact match, break the tie by the final loss: the higher loss hurts more.")
         raise CheckFailed(f"worst_row(...) returned {got!r}, expected {want!r}.")
-    try:
-        shipped = load_ablations().get("table3")
-    except FileNotFoundError:
-        shipped = None
-    if shipped:
-        got = call_student(fn, {k: dict(v) for k, v in shipped.items()}, what="your worst_row")
-        if got != reference_worst_row(shipped):
-            raise CheckFailed(f"On the shipped Table 3 your function returned {got!r}, "
-                              f"expected {reference_worst_row(shipped)!r}.")
-        return f"On the shipped table the change that hurts most is {got!r}."
-    return None
+    results = load_ablations()
+    budget, data = results["recipe"]["table3_train"], results["recipe"]["table3_data"]
+    same_budget = {k: dict(results["table3"][k]) for k in WORST_ROW_OPTIONS}  # like with like: one budget
+    got = call_student(fn, same_budget, what="your worst_row")
+    if got != reference_worst_row(same_budget):
+        raise CheckFailed(f"On the shipped rows your function returned {got!r}, "
+                          f"expected {reference_worst_row(same_budget)!r}.")
+    return (f"Ranked with one budget for every row ({budget['steps']} steps of batch {data['batch_size']}, "
+            f"strings of {data['min_len']}-{data['max_len']} letters): the change that hurts most is {got!r}. "
+            + compare_prediction(guess, got, _WORST_ROW_WHY)
+            + " The depth rows (post-LN without warm-up) had their own, shorter budget and are not ranked here.")
