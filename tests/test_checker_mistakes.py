@@ -22,21 +22,50 @@ EXERCISES = Path(__file__).resolve().parents[1] / "course_utils" / "exercises"
 
 # Checkers the table leaves out, each with its reason. Every other @checker must have rows.
 EXEMPT = {
-    # rewritten on the exercise branches (issue 20/21): their rows come with the new checkers
-    "2.5": "rewritten as a transcription exercise; rows come with the rewrite",
-    "5.5": "rewritten as a transcription exercise; rows come with the rewrite",
-    "6.5": "rewritten as a transcription exercise; rows come with the rewrite",
-    "8.2": "rewritten as a transcription exercise; rows come with the rewrite",
-    "9.1": "rewritten as a transcription exercise; rows come with the rewrite",
-    "9.2": "rewritten as a transcription exercise; rows come with the rewrite",
-    "9.4": "rewritten as an experiment that trains; rows come with the rewrite",
-    "10.1": "rewritten as a transcription exercise; rows come with the rewrite",
-    "10.2": "rewritten as a transcription exercise; rows come with the rewrite",
-    "10.4": "rewritten as an experiment ranking like with like; rows come with the rewrite",
-    # experiments and transfer exercises checked by their own test files with answers of their kind
-    "1.5": "transfer exercise (design queries): tests/test_exercises_ch01.py tries its answers",
-    "3.5": "prediction exercise (a number within a range): tests/test_exercises_ch03.py",
-    "4.5": "transfer exercise (left padding): tests/test_exercises_ch04.py",
+    # experiments and derivations: their answers are measurements or numbers, tried by their own test files
+    "2.5": "experiment:"
+             " tests/test_exercises_ch02.py tries the reference, two other right answers and three named mistakes",
+    "5.5": "experiment:"
+             " tests/test_exercises_ch05.py tries the reference, two other right answers and three named mistakes",
+    "6.5": "experiment:"
+             " tests/test_exercises_ch06.py tries the reference, two other right answers and three named mistakes",
+    "7.5": "experiment:"
+             " tests/test_exercises_ch07.py tries the reference, two other right answers and three named mistakes",
+    "8.2": "implement (the KV cache internals, with a spy):"
+             " tests/test_exercises_ch08.py tries the reference, two other right answers and three named mistakes",
+    "8.5": "implement (DecoderOnly assembled):"
+             " tests/test_exercises_ch08.py tries the reference, two other right answers and three named mistakes",
+    "8.6": "experiment:"
+             " tests/test_exercises_ch08.py tries the reference, two other right answers and three named mistakes",
+    "9.1": "derive:"
+             " tests/test_exercises_ch09.py tries the reference, two other right answers and three named mistakes",
+    "9.2": "derive:"
+             " tests/test_exercises_ch09.py tries the reference, two other right answers and three named mistakes",
+    "9.4": "implement:"
+             " tests/test_exercises_ch09.py tries the reference, two other right answers and three named mistakes",
+    "9.5": "experiment:"
+             " tests/test_exercises_ch09.py tries the reference, two other right answers and three named mistakes",
+    "10.1": "derive:"
+             " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
+    "10.2": "experiment:"
+             " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
+    "10.4": "predict:"
+             " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
+    "11.1": "derive:"
+             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
+    "11.2": "implement (the online-softmax update):"
+             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
+    "11.3": "implement (mean-pooled K/V heads):"
+             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
+    "11.4": "experiment:"
+             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
+    # transfer and prediction exercises checked by their own test files with answers of their kind
+    "1.5": "transfer exercise (design queries):"
+             " tests/test_exercises_ch01.py tries its answers",
+    "3.5": "prediction exercise (a number within a range):"
+             " tests/test_exercises_ch03.py",
+    "4.5": "transfer exercise (left padding):"
+             " tests/test_exercises_ch04.py",
 }
 
 

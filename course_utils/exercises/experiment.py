@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core import CheckFailed, NotDoneYet, as_number
+from .core import CheckFailed, NotDoneYet, as_number, call_student
 
 
 @dataclass(frozen=True)
