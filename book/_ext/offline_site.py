@@ -36,14 +36,20 @@ from sphinx.application import Sphinx
 SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*$\n?", re.MULTILINE)
 FRAME_IMG = re.compile(r'<img\b[^>]*\bdata-key="[^"]*"[^>]*>')
 DATA_SRC = re.compile(r'\ssrc="data:image/png;base64,([A-Za-z0-9+/=\s]+)"')
+EXPLORER = re.compile(r'<div class="cu-explorer" .*?</script></div>', re.DOTALL)
 FRAMES_RUN = re.compile(r'((?:<img\b[^>]*\bdata-key="[^"]*"[^>]*>\s*)+)')
 FIGURE = re.compile(r"<figure\b.*?</figure>", re.DOTALL)
 STATIC_IMG = re.compile(r'<img\b[^>]*\bsrc="([^"]*_images/[^"]+\.png)"[^>]*>')
 FONTAWESOME_JS = re.compile(r'\s*<script\b[^>]*fontawesome[^>]*all\.min\.js[^>]*>\s*</script>')
+FONT_PRELOAD = re.compile(r'\s*<link rel="preload" as="font"[^>]*fontawesome[^>]*'
+                          r'/webfonts/fa-(\w+)-\d+\.woff2"[^>]*/?>')
+ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+::?before,?)+)\{content:"[^"]*"\}')
+ICON_NAME = re.compile(r"\bfa-[a-z0-9-]+")
 # explorer text is at least 9 pt (12.5 CSS px at the frames' design size, see
 # course_utils.plots.BOOK_RC); a frame shown at 0.75 of its width keeps it above 9 CSS px
 EXPLORER_MIN_SCALE = 0.75
 EXPLORER_DIR = "_images/explorers"
+SOLID_SUBSET = "fa-solid-900.subset.woff"
 
 
 def _is_thebe(asset: Any) -> bool:
@@ -85,13 +91,13 @@ def _drop_solution_markers(app: Sphinx, doctree: nodes.document) -> None:
 
 # --- built pages: explorer frames as files, zoomable lazy figures, no FontAwesome script ----
 
-def _frame_tag(tag: str, url: str) -> str:
+def _frame_tag(tag: str, url: str, min_scale: float) -> str:
     """An explorer frame's <img> pointing at its file: lazily if shown first, on demand if not."""
     tag = DATA_SRC.sub("", tag)
     hidden = "display:none" in tag
     width = re.search(r'\swidth="(\d+)"', tag)
     if width:
-        minimum = f"min-width:{round(int(width.group(1)) * EXPLORER_MIN_SCALE)}px;"
+        minimum = f"min-width:{round(int(width.group(1)) * min_scale)}px;"
         tag = re.sub(r'\sstyle="', f' style="{minimum}', tag, count=1)
     source = f' data-src="{url}"' if hidden else f' src="{url}" loading="lazy"'
     return tag[:-1].rstrip("/ ") + source + ' decoding="async">'
@@ -101,21 +107,28 @@ def externalise_frames(html: str, page: PurePosixPath, outdir: Path) -> str:
     """``html`` with every explorer frame's data URI written to a file and referenced by URL."""
     root = PurePosixPath(*([".."] * (len(page.parts) - 1))) if len(page.parts) > 1 else PurePosixPath(".")
 
-    def one(match: re.Match[str]) -> str:
-        tag = match.group(0)
-        data = DATA_SRC.search(tag)
-        if data is None:
-            return tag
-        png = base64.b64decode(re.sub(r"\s", "", data.group(1)))
-        name = hashlib.sha256(png).hexdigest()[:24] + ".png"
-        target = outdir / EXPLORER_DIR / name
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(png)
-        return _frame_tag(tag, str(root / EXPLORER_DIR / name))
+    def explorer(block: re.Match[str]) -> str:
+        text_px = re.search(r'data-text-px="([\d.]+)"', block.group(0)[:2000])
+        # frames never shrink below the size at which their smallest text is 9 CSS px
+        min_scale = max(EXPLORER_MIN_SCALE, 9 / float(text_px.group(1))) if text_px else EXPLORER_MIN_SCALE
 
-    html = FRAME_IMG.sub(one, html)
-    return FRAMES_RUN.sub(lambda m: f'<div class="cu-frames">{m.group(1)}</div>', html)
+        def one(match: re.Match[str]) -> str:
+            tag = match.group(0)
+            data = DATA_SRC.search(tag)
+            if data is None:
+                return tag
+            png = base64.b64decode(re.sub(r"\s", "", data.group(1)))
+            name = hashlib.sha256(png).hexdigest()[:24] + ".png"
+            target = outdir / EXPLORER_DIR / name
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(png)
+            return _frame_tag(tag, str(root / EXPLORER_DIR / name), min_scale)
+
+        frames = FRAME_IMG.sub(one, block.group(0))
+        return FRAMES_RUN.sub(lambda m: f'<div class="cu-frames">{m.group(1)}</div>', frames)
+
+    return EXPLORER.sub(explorer, html)
 
 
 def zoomable_figures(html: str) -> str:
@@ -141,24 +154,96 @@ def zoomable_figures(html: str) -> str:
     return FIGURE.sub(figure, html)
 
 
+def _trim_font_preloads(html: str) -> str:
+    """Drop the preload of a FontAwesome font (brands, regular) that no icon of the page uses."""
+    body = FONT_PRELOAD.sub("", html)
+
+    def keep(match: re.Match[str]) -> str:
+        style = match.group(1)  # solid, regular or brands
+        return match.group(0) if f"fa-{style} " in body or f'fa-{style}"' in body else ""
+
+    return FONT_PRELOAD.sub(keep, html)
+
+
 def postprocess_page(html: str, page: PurePosixPath, outdir: Path) -> str:
     """Everything the extension changes in one built HTML page."""
     if "cu-explorer" in html:
         html = externalise_frames(html, page, outdir)
     html = zoomable_figures(html)
+    html = _trim_font_preloads(html)
     return FONTAWESOME_JS.sub("", html)
+
+
+def subset_icon_css(css: str, used: set[str]) -> str:
+    """FontAwesome's stylesheet without the rules of the ~2,000 icons the book never shows."""
+
+    def rule(match: re.Match[str]) -> str:
+        names = set(re.findall(r"\.(fa-[a-z0-9-]+)::?before", match.group(1)))
+        return match.group(0) if names & used else ""
+
+    return ICON_RULE.sub(rule, css)
+
+
+def _subset_font(ttf: Path, codepoints: set[int], out: Path) -> bool:
+    """Write the glyphs of ``codepoints`` from ``ttf`` as a small WOFF font; False if that fails."""
+    try:
+        from fontTools import subset
+    except ImportError:
+        return False
+    options = subset.Options()
+    options.flavor = "woff"  # zlib: WOFF2 would need brotli
+    options.layout_features = ["*"]
+    try:
+        font = subset.load_font(str(ttf), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(codepoints))
+        subsetter.subset(font)
+        subset.save_font(font, str(out), options)
+    except Exception:  # a font tools problem leaves the full font in place
+        return False
+    return True
+
+
+def _subset_fontawesome(outdir: Path) -> bool:
+    """Keep FontAwesome's stylesheet rules and solid glyphs for the icons the book shows.
+
+    Returns whether the solid font was replaced by its subset (``fa-solid-900.subset.woff``).
+    """
+    used: set[str] = set()
+    for path in outdir.rglob("*"):
+        if path.suffix in (".html", ".js") and "fontawesome" not in path.parts:
+            used |= set(ICON_NAME.findall(path.read_text(encoding="utf-8", errors="replace")))
+    subset_done = False
+    for css in (outdir / "_static" / "vendor").glob("fontawesome/*/css/all.min.css"):
+        text = subset_icon_css(css.read_text(encoding="utf-8"), used)
+        codepoints = {int(h, 16) for h in re.findall(r'content:"\\([0-9a-f]{4,5})"', text)}
+        fonts = css.parent.parent / "webfonts"
+        if codepoints and _subset_font(fonts / "fa-solid-900.ttf", codepoints, fonts / SOLID_SUBSET):
+            text = text.replace('url(../webfonts/fa-solid-900.woff2) format("woff2"),'
+                                'url(../webfonts/fa-solid-900.ttf) format("truetype")',
+                                f'url(../webfonts/{SOLID_SUBSET}) format("woff")')
+            subset_done = True
+        css.write_text(text, encoding="utf-8")
+    for js in (outdir / "_static" / "vendor").glob("fontawesome/*/js"):
+        for path in js.glob("*.js"):
+            path.unlink()  # the book never loads FontAwesome's scripts (see postprocess_page)
+    return subset_done
 
 
 def _postprocess(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
+    solid_subset = _subset_fontawesome(outdir)
     for path in sorted(outdir.rglob("*.html")):
         page = PurePosixPath(path.relative_to(outdir).as_posix())
         if page.parts[0] in ("_static", "_sources", "_images"):
             continue
         text = path.read_text(encoding="utf-8")
         new = postprocess_page(text, page, outdir)
+        if solid_subset:
+            new = re.sub(r'type="font/woff2"( crossorigin href="[^"]*/webfonts/)fa-solid-900\.woff2"',
+                         rf'type="font/woff"\1{SOLID_SUBSET}"', new)
         if new != text:
             path.write_text(new, encoding="utf-8")
 

@@ -8,12 +8,20 @@
   function loadFrames(root) {
     if (root.dataset.framesLoaded) { return; }
     root.dataset.framesLoaded = "1";
+    // an explorer with a phone layout has two sets of frames: load the set this screen shows
+    var phone = window.matchMedia("(max-width: 720px)").matches;
+    var skip = phone ? "cu-frame-wide" : "cu-frame-phone";
     root.querySelectorAll("img[data-src]").forEach(function (img) {
+      if (img.classList.contains(skip)) { return; }
       img.src = img.getAttribute("data-src");
       img.removeAttribute("data-src");
     });
   }
   function setUp() {
+    // the screen turned (phone to wide or back): load the other set on the next touch
+    window.matchMedia("(max-width: 720px)").addEventListener("change", function () {
+      document.querySelectorAll(".cu-explorer").forEach(function (root) { delete root.dataset.framesLoaded; });
+    });
     var explorers = document.querySelectorAll(".cu-explorer");
     explorers.forEach(function (root) {
       ["pointerover", "pointerdown", "focusin", "keydown", "input"].forEach(function (type) {

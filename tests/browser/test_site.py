@@ -275,9 +275,10 @@ SEE_CHECK = r"""phone => {
     if (!phone) continue;
     const explorer = img.closest('.cu-explorer');
     if (explorer) {
-      // explorer frames: 2x PNGs whose smallest text is 9 pt = 12.5 CSS px at the design width
+      // explorer frames: 2x PNGs; data-text-px is their smallest text at the design width
+      // (older outputs without it: the book style's smallest, 9 pt = 12.5 CSS px)
       const design = +img.getAttribute('width') || img.naturalWidth / 2;
-      const text = 12.5 * r.width / design;
+      const text = (+explorer.dataset.textPx || 12.5) * r.width / design;
       if (text < 9) bad.push(`explorer ${explorer.id}: text at ${text.toFixed(1)} CSS px`);
     } else if (img.closest('figure') && r.width < img.naturalWidth / 4) {
       const link = img.closest('a[href]');
