@@ -199,8 +199,12 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
             fig._suptitle.set_fontsize(10)  # two lines that fit the phone's 4 inches
         fig.tight_layout()
         return fig
-    return attention_grid(cross[0].unsqueeze(0), keys=keys, queries=queries, row_titles=[f"layer {layer}"],
-                          col_titles=titles, suptitle=suptitle)
+    fig = attention_grid(cross[0].unsqueeze(0), keys=keys, queries=queries, row_titles=[f"layer {layer}"],
+                         col_titles=titles, suptitle=suptitle)
+    if len(queries) > 12:  # a long output: every other row label, so that the letters do not overlap
+        for ax in fig.axes:
+            ax.set_yticks(range(0, len(queries), 2), queries[::2], fontsize=8)
+    return fig
 
 
 def cross_attention_explorer(model: nn.Module | None = None,
