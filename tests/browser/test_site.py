@@ -68,6 +68,7 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
             # MathJax, served from the site itself, has typeset the page
             page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
         check_no_tool_markers(page, path)
+        check_alt_text_and_captions(page, path)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
             check_solutions_hidden(page)
         if page.locator(".cu-quiz").count():
@@ -84,6 +85,24 @@ def load_every_image(page) -> None:
         if (i.loading === 'lazy') i.loading = 'eager';
         if (i.dataset.src && !i.getAttribute('src')) i.src = i.dataset.src; })""")
     page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=20_000)
+
+
+def check_alt_text_and_captions(page, path: str) -> None:
+    """Every picture has real alt text; every static figure of a chapter has a caption."""
+    images = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.bd-article img')).map(i => ({
+             alt: i.getAttribute('alt') || '',
+             src: (i.getAttribute('src') || i.getAttribute('data-src') || '').slice(0, 60),
+             explorer: !!i.closest('.cu-explorer'),
+             caption: ((i.closest('figure') || document.createElement('figure'))
+                       .querySelector('figcaption') || {}).innerText || ''}))"""
+    )
+    for img in images:
+        alt = img["alt"].strip()
+        assert len(alt) >= 15 and not re.search(r"\.(png|svg|jpe?g|gif)$|^[0-9a-f]{20,}", alt), \
+            f"{path}: image {img['src']} has no real alt text: {alt!r}"
+        if not img["explorer"] and "/_images/" in f"/{img['src']}" and path != "book/intro.html":
+            assert img["caption"].strip(), f"{path}: figure {img['src']} has no caption"
 
 
 def check_solutions_hidden(page) -> None:
@@ -393,27 +412,6 @@ def test_a_first_visit_transfers_at_most_2_mib(browser, site_url: str, width: in
         assert total <= FIRST_VISIT_LIMIT, f"a first visit transfers {total / 1024:.0f} KiB: {report}"
     finally:
         context.close()
-
-
-@pytest.mark.parametrize("path", PAGES)
-def test_every_figure_has_alt_text_and_a_caption(browser, site_url: str, path: str) -> None:
-    page, _ = open_page(browser, f"{site_url}/{path}")
-    try:
-        images = page.evaluate(
-            """() => Array.from(document.querySelectorAll('.bd-article img')).map(i => ({
-                 alt: i.getAttribute('alt') || '', src: (i.getAttribute('src') || '').slice(0, 60),
-                 explorer: !!i.closest('.cu-explorer'),
-                 caption: ((i.closest('figure') || document.createElement('figure'))
-                           .querySelector('figcaption') || {}).innerText || ''}))"""
-        )
-        for img in images:
-            alt = img["alt"].strip()
-            assert len(alt) >= 15 and not re.search(r"\.(png|svg|jpe?g|gif)$|^[0-9a-f]{20,}", alt), \
-                f"{path}: image {img['src']} has no real alt text: {alt!r}"
-            if not img["explorer"] and "/_images/" in f"/{img['src']}" and path != "book/intro.html":
-                assert img["caption"].strip(), f"{path}: figure {img['src']} has no caption"
-    finally:
-        page.close()
 
 
 def test_no_page_shows_a_path_of_the_build_machine() -> None:
