@@ -9,7 +9,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX := .vendor/static/vendor/mathjax/tex-chtml.js
 NB ?= chapters/*.ipynb
 
-.PHONY: book test lab student reset solution execute setup vendor clean bench
+.PHONY: book test lab student reset solution execute setup vendor clean bench pdf
 
 ## set-up: create the virtual environment if missing and install exactly requirements.txt
 setup: $(STAMP)
@@ -35,6 +35,11 @@ book: $(STAMP) $(MATHJAX)
 
 test: $(STAMP) $(MATHJAX)
 	bash scripts/test_all.sh
+
+## the whole book as one PDF (_build/pdf/book.pdf), printed offline by the browser check's Chromium
+pdf: book
+	bash scripts/ensure_chromium.sh
+	$(BIN)/python scripts/book_pdf.py
 
 ## the student workspace: copies with the solutions blanked out (made if missing, never overwritten);
 ## as root (containers, many cloud machines) JupyterLab needs --allow-root, passed only then

@@ -26,7 +26,7 @@ from torch import nn
 from .analysis import alignment_score, reversal_targets
 from .data import EOS_ID, FIRST_LETTER_ID, ITOS, PAD_ID, SOS_ID, VOCAB_SIZE, make_batch
 from .decoding import greedy_decode, reverse_strings, sample_reversals, sampling_probs
-from .interactive import Explorer, choice, explore, float_slider, int_slider, text
+from .interactive import Explorer, choice, explore, float_slider, int_slider, phone_layout, text
 from .masks import padding_mask
 from .plots import BOOK_RC, attention_grid
 from .positional import sinusoidal_encoding
@@ -123,8 +123,12 @@ def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n
     samples = sample_reversals(model, word, n=n_samples, temperature=temperature, top_k=top_k,
                                generator=torch.Generator().manual_seed(0))
     columns = [EOS_ID, *range(FIRST_LETTER_ID, VOCAB_SIZE)]  # the tokens the model can emit
-    fig, (ax, ax_text) = plt.subplots(1, 2, figsize=(6.8, 0.25 * len(out) + 1.9),
-                                      gridspec_kw={"width_ratios": [3.2, 1]})
+    if phone_layout():  # a phone's column: the samples under the probabilities
+        fig, (ax, ax_text) = plt.subplots(2, 1, figsize=(4.0, 0.25 * len(out) + 1.9 + 0.2 * n_samples + 0.5),
+                                          gridspec_kw={"height_ratios": [0.25 * len(out) + 1.2, 0.2 * n_samples + 0.3]})
+    else:
+        fig, (ax, ax_text) = plt.subplots(1, 2, figsize=(6.8, 0.25 * len(out) + 1.9),
+                                          gridspec_kw={"width_ratios": [3.2, 1]})
     image = ax.imshow(probs[:, columns].numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(columns)), [_label(i) for i in columns], fontsize=9)
     ax.set_yticks(range(len(out)), [_label(i) for i in out], fontsize=9)
@@ -178,12 +182,29 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
     scores = alignment_score(cross, reversal_targets(torch.tensor([len(word)]), tgt_in.shape[1]))  # (h,)
     output = reverse_strings(model, [word])[0]
     verdict = "correct" if output == word[::-1] else "wrong"
-    return attention_grid(
-        cross[0].unsqueeze(0), keys=[_label(i) for i in src[0].tolist()],
-        queries=[_label(i) for i in tgt_out[0].tolist()], row_titles=[f"layer {layer}"],
-        col_titles=[f"head {h + 1}: A = {a:.2f}" for h, a in enumerate(scores.tolist())],
-        suptitle=f"'{word}' -> model output '{output}' ({verdict})",
-    )
+    keys, queries = [_label(i) for i in src[0].tolist()], [_label(i) for i in tgt_out[0].tolist()]
+    titles = [f"head {h + 1}: A = {a:.2f}" for h, a in enumerate(scores.tolist())]
+    suptitle = f"'{word}' -> model output '{output}' ({verdict})"
+    heads = cross.shape[1]
+    if phone_layout() and heads > 2 and heads % 2 == 0:
+        # a phone's column: two heads per row, each panel with its own title
+        grid = cross[0].reshape(heads // 2, 2, *cross.shape[2:])  # (h/2, 2, T_tgt, T_src)
+        fig = attention_grid(grid, keys=keys, queries=queries, cell_size=1.75,
+                             suptitle=f"layer {layer}: '{word}'\n-> model output '{output}' ({verdict})")
+        step = 2 if len(queries) > 12 else 1  # a long output: every other row label, legible
+        for ax, title in zip(fig.axes, titles, strict=False):
+            ax.set_title(title, fontsize=9)
+            ax.set_yticks(range(0, len(queries), step), queries[::step], fontsize=8)
+        if fig._suptitle is not None:
+            fig._suptitle.set_fontsize(10)  # two lines that fit the phone's 4 inches
+        fig.tight_layout()
+        return fig
+    fig = attention_grid(cross[0].unsqueeze(0), keys=keys, queries=queries, row_titles=[f"layer {layer}"],
+                         col_titles=titles, suptitle=suptitle)
+    if len(queries) > 12:  # a long output: every other row label, so that the letters do not overlap
+        for ax in fig.axes:
+            ax.set_yticks(range(0, len(queries), 2), queries[::2], fontsize=8)
+    return fig
 
 
 def cross_attention_explorer(model: nn.Module | None = None,

@@ -21,6 +21,7 @@ notebooks stay small, nbval compares the ``text/html`` frames (PNG data masked b
 from __future__ import annotations
 
 import base64
+import contextvars
 import html
 import io
 import itertools
@@ -61,6 +62,23 @@ _SCRIPT = """<script>
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+#: Width in inches (x 100 = CSS px at the design size) of the phone frames: a phone's text
+#: column (about 358 px at 390 px) shows them at about 0.9 of their size, text >= 9 CSS px.
+PHONE_WIDTH = 4.0
+_PHONE = contextvars.ContextVar("phone_layout", default=False)
+
+
+def phone_layout() -> bool:
+    """True while an explorer renders its phone frames: a draw function may stack its panels. Chapter 7."""
+    return _PHONE.get()
+
+
+def smallest_text_px(fig: Figure) -> float:
+    """The smallest font size of the figure's visible text, in CSS px at 100 px per inch."""
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_visible() and str(t.get_text()).strip()]
+    return round(min(sizes) * 100 / 72, 1) if sizes else 0.0
 
 
 def _check_uid(uid: object) -> str:
@@ -129,6 +147,8 @@ class FrameExplorer:
         controls: Sequence[tuple[str, Sequence[str]]],
         frames: dict[tuple[int, ...], bytes],
         caption: str = "",
+        phone_frames: dict[tuple[int, ...], bytes] | None = None,
+        text_px: float = 0.0,
     ):
         _check_uid(uid)
         _check_controls(controls)
@@ -144,7 +164,12 @@ class FrameExplorer:
                 f"frames must have one PNG per combination of control values ({len(expected)}), "
                 f"got {len(frames)}; missing e.g. {missing}"
             )
+        if phone_frames is not None and set(phone_frames) != set(frames):
+            raise ValueError("phone_frames must have one PNG per frame, got "
+                             f"{len(phone_frames)} for {len(frames)} frames")
         self.uid, self.controls, self.frames, self.caption = uid, list(controls), frames, caption
+        self.phone_frames = phone_frames or {}
+        self.text_px = text_px
 
     @property
     def element_id(self) -> str:
@@ -164,21 +189,25 @@ class FrameExplorer:
             )
         images = []
         for key in sorted(self.frames):
-            data = base64.b64encode(self.frames[key]).decode("ascii")
             k = "-".join(str(i) for i in key)
             hidden = "" if all(i == 0 for i in key) else "display:none;"
-            # frames are rendered at twice the resolution they are shown at: sharp on 2x screens
-            png = self.frames[key]
-            width = f' width="{png_size(png)[0] // 2}"' if png.startswith(PNG_SIGNATURE) else ""
             setting = ", ".join(f"{name} = {values[i]}" for (name, values), i in zip(self.controls, key, strict=True))
             alt = f"{self.caption or self.uid} ({setting})"
-            images.append(
-                f'<img data-key="{k}" alt="{html.escape(alt)}"{width} '
-                f'style="{hidden}max-width:100%;height:auto" src="data:image/png;base64,{data}">'
-            )
+            variants = [("cu-frame-wide", self.frames[key]), ("cu-frame-phone", self.phone_frames[key])] \
+                if self.phone_frames else [("", self.frames[key])]
+            for css, png in variants:
+                data = base64.b64encode(png).decode("ascii")
+                # frames are rendered at twice the resolution they are shown at: sharp on 2x screens
+                width = f' width="{png_size(png)[0] // 2}"' if png.startswith(PNG_SIGNATURE) else ""
+                cls = f' class="{css}"' if css else ""
+                images.append(
+                    f'<img data-key="{k}"{cls} alt="{html.escape(alt)}"{width} '
+                    f'style="{hidden}max-width:100%;height:auto" src="data:image/png;base64,{data}">'
+                )
         caption = f'<p style="margin:4px 0"><em>{html.escape(self.caption)}</em></p>' if self.caption else ""
         return (
-            f'<div class="cu-explorer" id="{self.element_id}" data-labels="{label_json}">'
+            f'<div class="cu-explorer" id="{self.element_id}" data-labels="{label_json}"'
+            + (f' data-text-px="{self.text_px:g}"' if self.text_px else "") + ">"
             + caption + "".join(rows) + "".join(images)
             + _SCRIPT % {"id": self.element_id} + "</div>"
         )
@@ -281,21 +310,38 @@ def live_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def _render(draw: Callable[..., Figure], values: Sequence[object], dpi: int) -> bytes:
-    fig = draw(*values)
+def _render(draw: Callable[..., Figure], values: Sequence[object], dpi: int,
+            phone: bool = False) -> tuple[bytes, float]:
+    """One frame as PNG bytes and the size of its smallest text (CSS px at the design size).
+
+    With ``phone`` the figure is drawn for a phone's text column: :func:`phone_layout` is True
+    while ``draw`` runs (so it may stack its panels), and a figure wider than
+    :data:`PHONE_WIDTH` inches is narrowed to it (and made a little taller).
+    """
+    token = _PHONE.set(phone)
+    try:
+        fig = draw(*values)
+    finally:
+        _PHONE.reset(token)
     if not isinstance(fig, Figure):
         raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__}")
+    if phone:
+        width, height = fig.get_size_inches()
+        if width > PHONE_WIDTH:
+            fig.set_size_inches(PHONE_WIDTH, height * min(1.5, (width / PHONE_WIDTH) ** 0.5))
     fig.tight_layout()
+    text_px = smallest_text_px(fig)
     # the full figure, not a box cropped around its text: every frame has the same size
     # and the stored HTML (which gives the width) does not depend on the numbers drawn
-    return figure_to_png(fig, dpi=dpi, tight=False)
+    return figure_to_png(fig, dpi=dpi, tight=False), text_px
 
 
 class Explorer(FrameExplorer):
     """Pre-rendered frames (text/html) plus, in a running kernel, live ipywidgets controls. Chapter 1."""
 
     def __init__(self, uid: str, controls: Sequence[Control], draw: Callable[..., Figure],
-                 frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 100):
+                 frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 100,
+                 phone_frames: dict[tuple[int, ...], bytes] | None = None, text_px: float = 0.0):
         self.specs = list(controls)
         book = [(c.name, [str(v) for v in c.book]) for c in self.specs if c.book]
         if not book:  # every control is live-only: the book shows the defaults as one frame
@@ -303,7 +349,7 @@ class Explorer(FrameExplorer):
         self.live_only = frames is None  # made in a live-only session (COURSE_EXPLORERS=live): no frames
         if self.live_only:
             frames = {key: b"" for key in itertools.product(*(range(len(values)) for _, values in book))}
-        super().__init__(uid, book, frames, caption)
+        super().__init__(uid, book, frames, caption, phone_frames, text_px)
         self.draw, self.dpi = draw, dpi
         self._widget: Any = None
         self._inputs: list[Any] = []
@@ -351,7 +397,7 @@ class Explorer(FrameExplorer):
         """Redraw the live figure for the current control values; show an error in the status line."""
         values = list(self.values().values())
         try:
-            png = _render(self.draw, values, 2 * self.dpi)
+            png, _ = _render(self.draw, values, 2 * self.dpi)
         except Exception as error:  # shown to the learner instead of a traceback in the log
             plt.close("all")
             self._status.value = f'<span style="color:#b00020">{html.escape(type(error).__name__)}: ' \
@@ -386,6 +432,7 @@ def explore(
     draw: Callable[..., Figure],
     caption: str = "",
     dpi: int = 100,
+    phone: bool = True,
 ) -> Explorer:
     """Render ``draw(*values)`` for every combination of book values; live controls in a kernel. Chapter 1.
 
@@ -393,7 +440,10 @@ def explore(
     :func:`float_slider`, :func:`text`) or plain ``(name, values)`` pairs (a choice); ``draw``
     takes one value per control, in that order, and returns a matplotlib Figure. Keep the number
     of book combinations small: every frame is stored in the notebook. Each frame (and the live
-    picture) is shown at ``dpi`` pixels per inch of the figure and stored at twice that.
+    picture) is shown at ``dpi`` pixels per inch of the figure and stored at twice that. With
+    ``phone`` (the default) every combination is also drawn for a phone's text column
+    (:data:`PHONE_WIDTH` inches, see :func:`phone_layout`); the book shows those frames on
+    narrow screens, so that their text stays at least 9 CSS px.
 
     With the environment variable ``COURSE_EXPLORERS=live`` (set by ``make lab``) and a running
     kernel, no frames are rendered: the output is the live view and a short note, which saves
@@ -421,9 +471,19 @@ def explore(
         return Explorer(uid, specs, draw, None, caption, dpi)  # `make lab`: the live view only, no frames
     book = [i for i, c in enumerate(specs) if c.book]
     frames: dict[tuple[int, ...], bytes] = {}
+    phone_frames: dict[tuple[int, ...], bytes] = {}
+    text_px = float("inf")
     for key in itertools.product(*(range(len(specs[i].book)) for i in book)):
         values = [c.default for c in specs]
         for i, j in zip(book, key, strict=True):
             values[i] = specs[i].book[j]
-        frames[key if book else (0,)] = _render(draw, values, 2 * dpi)
-    return Explorer(uid, specs, draw, frames, caption, dpi)
+        frame_key = key if book else (0,)
+        frames[frame_key], wide_px = _render(draw, values, 2 * dpi)
+        text_px = min(text_px, wide_px)
+        if phone:
+            phone_frames[frame_key], phone_px = _render(draw, values, 2 * dpi, phone=True)
+            text_px = min(text_px, phone_px)
+    if all(phone_frames.get(k) == png for k, png in frames.items()):
+        phone_frames = {}  # a figure already narrow enough for a phone: one set of frames
+    return Explorer(uid, specs, draw, frames, caption, dpi, phone_frames or None,
+                    0.0 if text_px == float("inf") else text_px)

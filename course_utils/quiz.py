@@ -56,8 +56,9 @@ class Quiz:
                 for i, choice in enumerate(q.choices):
                     right = i == q.answer
                     verdict = "\u2713 Right." if right else "\u2717 Not this one."  # text glyphs every font has
+                    kind = "cu-quiz-right" if right else "cu-quiz-wrong"
                     parts.append(
-                        f'<li><details class="cu-quiz-choice"><summary>{chr(65 + i)}. '
+                        f'<li><details class="cu-quiz-choice {kind}"><summary>{chr(65 + i)}. '
                         f"{html.escape(choice)}</summary><p>{verdict}"
                         + (f" {html.escape(q.explanation)}" if right else "")
                         + "</p></details></li>"
@@ -66,9 +67,11 @@ class Quiz:
                 answer = f"{chr(65 + int(q.answer))}. {q.choices[int(q.answer)]}"
             else:
                 answer = str(q.answer)
+            # "They are the same vectors.: Self-attention..." reads badly: no colon after a full stop
+            sep = " " if answer.rstrip().endswith((".", "?", "!")) else ": "
             parts.append(
                 '<details class="cu-quiz-answer"><summary>Show the answer</summary>'
-                f"<p><strong>{html.escape(answer)}</strong>: {html.escape(q.explanation)}</p></details></li>"
+                f"<p><strong>{html.escape(answer)}</strong>{sep}{html.escape(q.explanation)}</p></details></li>"
             )
         parts.append("</ol></div>")
         return "".join(parts)

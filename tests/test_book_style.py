@@ -63,3 +63,85 @@ def test_printed_tables_fit_the_text_column() -> None:
                          for line in text.splitlines()
                          if len(line) > OUTPUT_COLUMN and re.search(r"\S {3,}[-+\d.]", line)]
     assert not wide, "\n".join(wide)
+
+
+# --- Reader pages hold reader material: the checks that used to sit in the chapters ---------
+
+import base64  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+CHAPTERS = sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb"))
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def test_every_object_named_in_the_map_of_the_paper_exists() -> None:
+    """Chapter 10's map of the paper names course_utils objects: each one must import."""
+    chapter = next(p for p in CHAPTERS if p.name.startswith("10_"))
+    text = "".join("".join(c["source"]) for c in _cells(chapter) if c["cell_type"] == "markdown")
+    table = text[text.index("## The map of the paper"):]
+    rows = [line for line in table.splitlines() if line.startswith("|") and "---" not in line][1:]
+    names = {n for row in rows for n in re.findall(r"`([a-z_]+\.[A-Za-z_]+)`", row.split("|")[-2])}
+    assert len(names) >= 15, f"expected the map's course_utils column, found {sorted(names)}"
+    missing = []
+    for name in sorted(names):
+        module, attr = name.split(".")
+        try:
+            obj = getattr(importlib.import_module(f"course_utils.{module}"), attr)
+        except (ImportError, AttributeError):
+            missing.append(name)
+            continue
+        if not callable(obj):
+            missing.append(name)
+    assert missing == [], f"the map of the paper names objects that do not exist: {missing}"
+
+
+def test_explorer_frames_stay_small() -> None:
+    """Every explorer's frames (stored in the notebook, served one file each) stay small."""
+    found = 0
+    for chapter in CHAPTERS:
+        for cell in _cells(chapter):
+            for out in cell.get("outputs", []):
+                html = "".join(out.get("data", {}).get("text/html", ""))
+                if 'class="cu-explorer"' not in html:
+                    continue
+                found += 1
+                # a reader loads one set: the wide frames, or the phone frames on a phone
+                for kind in ("cu-frame-wide", "cu-frame-phone", None):
+                    pattern = (f'class="{kind}"' if kind else r'<img data-key="[^"]*" alt') \
+                        + r'[^>]*base64,([A-Za-z0-9+/=]+)'
+                    frames = [len(base64.b64decode(d)) for d in re.findall(pattern, html)]
+                    if kind is None and not frames and "cu-frame-wide" in html:
+                        continue  # an explorer with a phone layout has no unclassed frames
+                    assert frames or kind == "cu-frame-phone", f"{chapter.name}: an explorer with no frames"
+                    if frames:
+                        assert max(frames) <= 120 * 1024, f"{chapter.name}: a frame of {max(frames) // 1024} KiB"
+                        assert sum(frames) <= 900 * 1024, f"{chapter.name}: {sum(frames) // 1024} KiB of frames"
+    assert found >= 4, f"expected the book's explorers, found {found}"
+
+
+INTERNAL = re.compile(r"#.*\bnbval\b|KiB of HTML", re.IGNORECASE)
+
+
+def test_chapter_code_holds_no_tool_talk() -> None:
+    """Comments aimed at the test tools and asset-size prints stay out of the reader's code."""
+    found = [f"{p.name}: {line.strip()[:60]}" for p in CHAPTERS for c in _cells(p) if c["cell_type"] == "code"
+             for line in "".join(c["source"]).splitlines() if INTERNAL.search(line)]
+    assert found == [], f"chapter code talks about the test tools: {found}"
+
+
+def test_quiz_code_is_removed_not_hidden() -> None:
+    """A quiz cell's code holds the answers: the book removes it (no toggle reveals it)."""
+    quizzes = 0
+    for chapter in CHAPTERS:
+        for cell in _cells(chapter):
+            if cell["cell_type"] == "code" and "Quiz(" in "".join(cell["source"]):
+                quizzes += 1
+                tags = cell.get("metadata", {}).get("tags", [])
+                assert "remove-input" in tags and "hide-input" not in tags, f"{chapter.name}: quiz cell tags {tags}"
+    assert quizzes >= len(CHAPTERS), f"expected a quiz per chapter, found {quizzes}"

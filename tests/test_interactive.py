@@ -174,7 +174,8 @@ def test_live_only_session_renders_no_frames(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setenv("COURSE_EXPLORERS", "live")
     ex = explore("lo", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], counting, dpi=20)
-    assert len(ex.frames) == 2 and not ex.live_only and calls == ["ab", "cd"]  # no kernel: frames as usual
+    # no kernel: frames as usual, each drawn once wide and once for a phone
+    assert len(ex.frames) == 2 and not ex.live_only and calls == ["ab", "ab", "cd", "cd"]
     monkeypatch.setattr(interactive, "live_kernel", lambda: True)
     calls.clear()
     ex = explore("lo", [text("word", book=["ab", "cd"]), int_slider("n", 1, 9, default=2)], counting, dpi=20)
@@ -182,3 +183,33 @@ def test_live_only_session_renders_no_frames(monkeypatch: pytest.MonkeyPatch) ->
     bundle = ex._repr_mimebundle_()
     assert calls == ["ab"] and WIDGET_VIEW in bundle  # only the live view was drawn
     assert "run this cell in Jupyter" in bundle["text/html"] and "<img" not in bundle["text/html"]
+
+
+def test_wide_figures_get_phone_frames_with_legible_text() -> None:
+    """A figure wider than a phone's column gets a second set of frames drawn for a phone."""
+    from course_utils.interactive import PHONE_WIDTH, phone_layout, png_size
+
+    layouts: list[bool] = []
+
+    def wide(a: int) -> plt.Figure:
+        layouts.append(phone_layout())
+        fig, axes = plt.subplots(1, 1 if phone_layout() else 2, figsize=(6.8, 2.0), squeeze=False)
+        axes[0, 0].set_title(f"a = {a}", fontsize=9)
+        return fig
+
+    ex = explore("t-phone", [("a", [1, 2])], wide, dpi=20)
+    assert sorted(layouts) == [False, False, True, True], "each frame is drawn once wide, once for a phone"
+    html = ex._repr_html_()
+    wide_imgs = re.findall(r'<img data-key="(\d)" class="cu-frame-wide"[^>]*width="(\d+)"', html)
+    phone_imgs = re.findall(r'<img data-key="(\d)" class="cu-frame-phone"[^>]*width="(\d+)"', html)
+    assert [k for k, _ in wide_imgs] == ["0", "1"] and [k for k, _ in phone_imgs] == ["0", "1"]
+    assert int(phone_imgs[0][1]) == round(PHONE_WIDTH * 20) < int(wide_imgs[0][1]) == round(6.8 * 20)
+    assert all(png_size(png)[0] == 2 * round(PHONE_WIDTH * 20) for png in ex.phone_frames.values())
+    # the smallest text of the frames (9 pt) in CSS px at 100 px per inch, for the browser check
+    assert 'data-text-px="12.5"' in html
+    assert html.count("display:none;") == 2  # one wide and one phone frame hidden: frame 1
+
+
+def test_narrow_figures_have_one_set_of_frames() -> None:
+    ex = explore("t-narrow", [("a", [1, 2])], lambda a: draw(a, "z"), dpi=20)
+    assert ex.phone_frames == {} and "cu-frame-phone" not in ex._repr_html_()

@@ -58,15 +58,17 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
         assert outside == [], f"requests leaving the site from {path}: {outside}"
         assert log["failed"] == [], f"failed requests on {path}: {log['failed']}"
         assert log["console"] == [], f"console errors on {path}: {log['console']}"
+        load_every_image(page)
         broken = page.evaluate(
             "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
-            ".map(i => i.getAttribute('src').slice(0, 80))"
+            ".map(i => (i.getAttribute('src') || i.getAttribute('data-src') || '').slice(0, 80))"
         )
         assert broken == [], f"images that did not load on {path}: {broken}"
         if page.locator("div.math, span.math").count():
             # MathJax, served from the site itself, has typeset the page
             page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
         check_no_tool_markers(page, path)
+        check_alt_text_and_captions(page, path)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
             check_solutions_hidden(page)
         if page.locator(".cu-quiz").count():
@@ -75,6 +77,32 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
             check_explorer(page, page.locator(".cu-explorer").nth(i))
     finally:
         page.close()
+
+
+def load_every_image(page) -> None:
+    """Load every picture now: lazy figures and the explorer frames that wait for a first touch."""
+    page.evaluate("""() => document.querySelectorAll('img').forEach(i => {
+        if (i.loading === 'lazy') i.loading = 'eager';
+        if (i.dataset.src && !i.getAttribute('src')) i.src = i.dataset.src; })""")
+    page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=20_000)
+
+
+def check_alt_text_and_captions(page, path: str) -> None:
+    """Every picture has real alt text; every static figure of a chapter has a caption."""
+    images = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.bd-article img')).map(i => ({
+             alt: i.getAttribute('alt') || '',
+             src: (i.getAttribute('src') || i.getAttribute('data-src') || '').slice(0, 60),
+             explorer: !!i.closest('.cu-explorer'),
+             caption: ((i.closest('figure') || document.createElement('figure'))
+                       .querySelector('figcaption') || {}).innerText || ''}))"""
+    )
+    for img in images:
+        alt = img["alt"].strip()
+        assert len(alt) >= 15 and not re.search(r"\.(png|svg|jpe?g|gif)$|^[0-9a-f]{20,}", alt), \
+            f"{path}: image {img['src']} has no real alt text: {alt!r}"
+        if not img["explorer"] and "/_images/" in f"/{img['src']}" and path != "book/intro.html":
+            assert img["caption"].strip(), f"{path}: figure {img['src']} has no caption"
 
 
 def check_solutions_hidden(page) -> None:
@@ -104,7 +132,10 @@ def check_no_tool_markers(page, path: str) -> None:
 
 
 def check_quiz(page) -> None:
-    """A quiz answer is hidden until 'Show the answer' is clicked."""
+    """A quiz answer is hidden until 'Show the answer' is clicked; no toggle shows the quiz's code."""
+    code = page.evaluate("Array.from(document.querySelectorAll('.cell_input')).filter(c => "
+                         "/\\bQuiz\\(|\\bQuestion\\(/.test(c.textContent)).length")
+    assert code == 0, f"{code} cells show (or hide behind a toggle) the quiz code and its answer key"
     answer = page.locator(".cu-quiz details.cu-quiz-answer").first
     body = answer.locator("p")
     assert not body.is_visible(), "a quiz answer is visible before a click"
@@ -217,25 +248,94 @@ def test_menu_button_collapses_the_sidebar_on_a_desktop(browser, site_url: str) 
         context.close()
 
 
-# Elements of the article that must fit the text column. On a phone, display maths (MathJax 3
-# does not break lines) and tables may scroll inside their own box; nothing else may need a
-# scroll bar, and nothing may stick out of the column.
-FIT_CHECK = """scrollable => {
+# Elements of the article that must fit the text column. A box that is wider than the column
+# keeps its shape and scrolls inside itself, with a visible cue (the scroll shadows of
+# course.css): code, printed output, display maths, tables and explorer frames. Nothing else
+# may need a scroll bar, and nothing may stick out of the column.
+FIT_CHECK = """() => {
   const article = document.querySelector('.bd-article') || document.querySelector('main');
   const right = article.getBoundingClientRect().right;
+  const SCROLLERS = 'pre, mjx-container[display="true"], .pst-scrollable-table-container, .cu-frames';
+  const cue = el => getComputedStyle(el).backgroundAttachment.includes('local')
+                    && getComputedStyle(el).backgroundImage.includes('gradient');
   const bad = [];
-  for (const el of article.querySelectorAll('pre, table, img, p, li, .cu-explorer, .cu-quiz, mjx-container, figure')) {
+  for (const el of article.querySelectorAll('pre, table, img, p, li, .cu-explorer, .cu-quiz, mjx-container, figure, '
+                                             + '.pst-scrollable-table-container, .cu-frames')) {
     const r = el.getBoundingClientRect();
     if (r.width === 0) continue;
-    if (scrollable && el.closest('table, mjx-container[display="true"]')) continue;
-    const hidden = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible';
-    if (r.right > right + 1 || hidden) {
-      bad.push(`${el.tagName.toLowerCase()} (${Math.round(r.right - right)} px past the column, `
-               + `${el.scrollWidth - el.clientWidth} px scrolled): `
-               + (el.innerText || el.getAttribute('alt') || '').slice(0, 50));
+    const box = el.parentElement && el.parentElement.closest(SCROLLERS);
+    if (box && box !== el) continue;  // inside a box that scrolls: judged by that box
+    const scrolls = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible';
+    const what = (el.innerText || el.getAttribute('alt') || '').slice(0, 50);
+    if (r.right > right + 1) {
+      bad.push(`${el.tagName.toLowerCase()} sticks out ${Math.round(r.right - right)} px past the column: ${what}`);
+    } else if (scrolls && !el.matches(SCROLLERS)) {
+      bad.push(`${el.tagName.toLowerCase()} hides ${el.scrollWidth - el.clientWidth} px behind a scroll bar: ${what}`);
+    } else if (scrolls && !cue(el)) {
+      bad.push(`${el.tagName.toLowerCase()} scrolls with no visible cue: ${what}`);
     }
   }
   return {page: document.documentElement.scrollWidth, bad};
+}"""
+
+# What a reader sees, measured: pictures keep their aspect ratio; code and output keep their
+# lines; a word in a table cell, a code cell or an output never breaks across two lines; on a
+# phone an explorer's text stays at least 9 CSS px, and a figure shown at less than half its
+# design size links to its file (opened full size with a tap).
+SEE_CHECK = r"""phone => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main');
+  const bad = [];
+  for (const img of article.querySelectorAll('img')) {
+    const r = img.getBoundingClientRect();
+    if (r.width === 0 || !img.naturalWidth) continue;
+    const off = Math.abs((r.width / r.height) / (img.naturalWidth / img.naturalHeight) - 1);
+    if (off > 0.02) bad.push(`picture ${(img.getAttribute('src') || '').slice(-40)} is distorted: `
+                             + `aspect ratio ${(100 * off).toFixed(1)} % off`);
+    if (!phone) continue;
+    const explorer = img.closest('.cu-explorer');
+    if (explorer) {
+      // explorer frames: 2x PNGs; data-text-px is their smallest text at the design width
+      // (older outputs without it: the book style's smallest, 9 pt = 12.5 CSS px)
+      const design = +img.getAttribute('width') || img.naturalWidth / 2;
+      const text = (+explorer.dataset.textPx || 12.5) * r.width / design;
+      if (text < 9) bad.push(`explorer ${explorer.id}: text at ${text.toFixed(1)} CSS px`);
+    } else if (img.closest('figure') && r.width < img.naturalWidth / 4) {
+      const link = img.closest('a[href]');
+      const target = link && link.getAttribute('href').split('/').pop();
+      if (!link || target !== (img.getAttribute('src') || '').split('/').pop())
+        bad.push(`figure ${(img.getAttribute('src') || '').slice(-40)} is shown below half its size `
+                 + `(${Math.round(r.width)} of ${img.naturalWidth / 2} px) and does not open full size`);
+    }
+  }
+  for (const pre of article.querySelectorAll('.cell_input pre, .cell_output pre, div.highlight pre')) {
+    if (pre.getBoundingClientRect().width === 0) continue;
+    const ws = getComputedStyle(pre).whiteSpace;
+    if (!['pre', 'nowrap'].includes(ws))
+      bad.push(`a code or output box wraps its lines (white-space: ${ws}): ${pre.innerText.slice(0, 40)}`);
+  }
+  // a word is broken when its letters lie on more than one line (a break after a hyphen,
+  // dash or slash is where a line may end)
+  const broken = (root, label) => {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    let node, found = 0;
+    while ((node = walker.nextNode()) && found < 3) {
+      const re = /[^\s\-\u2010-\u2014\/]{2,}/g;
+      let m;
+      while ((m = re.exec(node.data)) && found < 3) {
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set(Array.from(range.getClientRects()).filter(q => q.width > 0).map(q => Math.round(q.top)));
+        if (tops.size > 1) {
+          bad.push(`${label}: the word ${JSON.stringify(m[0].slice(0, 30))} is broken across lines`);
+          found++;
+        }
+      }
+    }
+  };
+  for (const cell of article.querySelectorAll('td, th')) broken(cell, 'table cell');
+  for (const pre of article.querySelectorAll('.cell_input pre, .cell_output pre')) broken(pre, 'code or output');
+  return bad;
 }"""
 
 
@@ -246,33 +346,72 @@ def test_nothing_is_wider_than_the_column(browser, site_url: str, path: str, wid
     try:
         if page.locator("div.math, span.math").count():
             page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
-        result = page.evaluate(FIT_CHECK, width == PHONE)
+        result = page.evaluate(FIT_CHECK)
         assert result["page"] <= width, f"{path} is {result['page']} px wide in a {width} px window"
         bad = result["bad"]
         assert bad == [], f"{path} at {width} px: {len(bad)} elements do not fit: {bad[:5]}"
+        load_every_image(page)
+        seen = page.evaluate(SEE_CHECK, width == PHONE)
+        assert seen == [], f"{path} at {width} px: {len(seen)} defects a reader sees: {seen[:5]}"
     finally:
         context.close()
 
 
+# --- Weight: what a reader downloads ----------------------------------------------------------
+
+PAGE_LIMIT = 600 * 1024  # HTML plus every picture it shows before any control is touched
+FIRST_VISIT_LIMIT = 2 * 1024 * 1024  # everything the first page of a visit transfers
+
+
+def page_weight(path: str) -> tuple[int, int]:
+    """(HTML bytes, bytes of the pictures it loads before any interaction) of a built page."""
+    site = ROOT / "_build" / "html"
+    html_file = site / path
+    text = html_file.read_text(encoding="utf-8")
+    pictures = 0
+    for src in set(re.findall(r'<img\b[^>]*?\ssrc="([^"]+)"', text)):
+        if src.startswith("data:"):
+            continue  # already counted in the HTML
+        target = (html_file.parent / src.split("?")[0]).resolve()
+        assert target.is_file(), f"{path} shows a picture that is not in the site: {src}"
+        pictures += target.stat().st_size
+    return len(text.encode("utf-8")), pictures
+
+
 @pytest.mark.parametrize("path", PAGES)
-def test_every_figure_has_alt_text_and_a_caption(browser, site_url: str, path: str) -> None:
-    page, _ = open_page(browser, f"{site_url}/{path}")
+def test_no_page_is_heavier_than_the_limit(path: str) -> None:
+    html_bytes, pictures = page_weight(path)
+    total = html_bytes + pictures
+    print(f"{path}: {html_bytes / 1024:.0f} KiB HTML + {pictures / 1024:.0f} KiB pictures = {total / 1024:.0f} KiB")
+    assert total <= PAGE_LIMIT, (f"{path} weighs {total / 1024:.0f} KiB ({html_bytes / 1024:.0f} KiB HTML, "
+                                 f"{pictures / 1024:.0f} KiB pictures), over {PAGE_LIMIT // 1024} KiB")
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+def test_a_first_visit_transfers_at_most_2_mib(browser, site_url: str, width: int) -> None:
+    """A new reader's first page (the landing page, empty cache) with everything it loads."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    sizes: dict[str, int] = {}
+
+    def record(response) -> None:
+        try:
+            sizes[response.url] = len(response.body())
+        except Exception:  # a redirect has no body
+            sizes.setdefault(response.url, 0)
+
+    page = context.new_page()
+    page.on("response", record)
     try:
-        images = page.evaluate(
-            """() => Array.from(document.querySelectorAll('.bd-article img')).map(i => ({
-                 alt: i.getAttribute('alt') || '', src: (i.getAttribute('src') || '').slice(0, 60),
-                 explorer: !!i.closest('.cu-explorer'),
-                 caption: ((i.closest('figure') || document.createElement('figure'))
-                           .querySelector('figcaption') || {}).innerText || ''}))"""
-        )
-        for img in images:
-            alt = img["alt"].strip()
-            assert len(alt) >= 15 and not re.search(r"\.(png|svg|jpe?g|gif)$|^[0-9a-f]{20,}", alt), \
-                f"{path}: image {img['src']} has no real alt text: {alt!r}"
-            if not img["explorer"] and "/_images/" in f"/{img['src']}" and path != "book/intro.html":
-                assert img["caption"].strip(), f"{path}: figure {img['src']} has no caption"
+        page.goto(f"{site_url}/index.html", wait_until="load")
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(500)
+        total = sum(sizes.values())
+        biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:6]
+        report = ", ".join(f"{url.rsplit('/', 1)[-1][:40]} {n // 1024} KiB" for url, n in biggest)
+        print(f"first visit at {width} px: {total / 1024:.0f} KiB in {len(sizes)} requests; biggest: {report}")
+        assert total <= FIRST_VISIT_LIMIT, f"a first visit transfers {total / 1024:.0f} KiB: {report}"
     finally:
-        page.close()
+        context.close()
 
 
 def test_no_page_shows_a_path_of_the_build_machine() -> None:
