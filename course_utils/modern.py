@@ -5,8 +5,8 @@ multi-head model to grouped-query attention by mean-pooling heads. Chapter 11.
 ``ModernLMConfig`` with every switch at its 2017 value (post-LN here is ``norm_first=False``;
 the course's Chapter 8 character LM is pre-LN) builds the same network as Chapter 8's
 ``DecoderOnly`` with the same state-dict keys, so the shipped character LM loads into it.
-``MODERN_BLOCK_RECIPE`` is the recipe of ``benchmarks/modern_block.py``, whose result ships as
-``course_utils/assets/modern_block.json`` with this recipe under the key ``recipe``.
+The recipe, the seeded rows and the shipped table of ``benchmarks/modern_block.py`` live in
+``course_utils.runs.modern``.
 """
 
 from __future__ import annotations

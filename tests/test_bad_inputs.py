@@ -505,8 +505,7 @@ bad(N_, lambda: sampling.sample_next(torch.full((1, 30), float("-inf"))), ValueE
 bad(N_, lambda: sampling.filter_logits(torch.full((1, 30), NAN), top_k=3), ValueError, "logits must hold finite numbers or -inf")
 bad(N_, lambda: sampling.top_p_filter(torch.tensor([[0.0, NAN]]), 0.9), ValueError, "logits must hold finite numbers or -inf", "1 NaN")
 bad(N_, lambda: sampling.top_k_filter(torch.tensor([[0.0, NAN]]), 1), ValueError, "cannot be ranked")
-bad(N_, lambda: decoding.sampling_probs(torch.full((1, 29), NAN)), ValueError, "logits must hold finite numbers or -inf",
-    "token 0")
+bad(N_, lambda: decoding.sampling_probs(torch.full((1, 29), NAN)), ValueError, "logits must hold finite numbers or -inf", "cannot be ranked or sampled")
 bad(N_, lambda: decoding.sampling_probs(torch.tensor([[0.0, float("inf")]])), ValueError, "1 infinite")
 bad(N_, lambda: MODEL.decode(SRC, torch.full((2, 3, 8), NAN)), ValueError, "memory must hold finite numbers")
 bad(N_, lambda: analysis.attention_entropy(torch.full((1, 1, 3, 3), NAN)), ValueError, "weights has NaN or inf")
