@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from .gpt import DecoderOnly
 from .validate import check_fits, check_int, check_number, check_positive_int, check_rank, check_token_ids
@@ -124,10 +124,16 @@ def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_si
 
 
 @torch.no_grad()
-def model_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
-    """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8."""
-    if not isinstance(model, DecoderOnly):
-        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
+def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
+    """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8.
+
+    ``model`` is a causal language model (tokens (B, T) -> logits (B, T, V)) with a ``config`` that
+    names its ``vocab_size`` and ``max_len``: a ``DecoderOnly`` or Chapter 11's ``ModernLM``.
+    """
+    config = getattr(model, "config", None)
+    if not isinstance(model, nn.Module) or not all(hasattr(config, k) for k in ("vocab_size", "max_len")):
+        raise TypeError("model must be a causal language model with config.vocab_size and config.max_len "
+                        f"(a DecoderOnly), got {type(model).__name__}")
     check_rank("val_ids", val_ids, 1, "(N,) token ids")
     check_token_ids("val_ids", val_ids[None], model.config.vocab_size, "(N,) token ids")
     check_positive_int("block_size", block_size)

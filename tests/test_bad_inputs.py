@@ -555,7 +555,7 @@ bad(M_, lambda: charlm.ngram_bits_per_char(IDS, IDS, 3, 5), ValueError, "order m
 bad(M_, lambda: charlm.ngram_bits_per_char(IDS, IDS[:1], 1, 5), ValueError, "val_ids must hold at least 2 tokens")
 bad(M_, lambda: charlm.lm_batch(torch.rand(20), 2, 4), TypeError, "data must hold integer token ids")
 bad(M_, lambda: charlm.train_val_ids("abc", "abc"), TypeError, "vocab must be a CharVocab")
-bad(M_, lambda: charlm.model_bits_per_char(MODEL, IDS, 8), TypeError, "model must be a DecoderOnly")
+bad(M_, lambda: charlm.model_bits_per_char(MODEL, IDS, 8), TypeError, "model must be a causal language model")
 bad(M_, lambda: charlm.model_bits_per_char(GPT, IDS + 40, 8), ValueError, "val_ids must hold token ids in [0, 30)")
 bad(M_, lambda: decoding.greedy_decode(MODEL, torch.zeros(2, 3, dtype=torch.long), 5), ValueError,
     "src must hold at least one non-PAD token per row", "row 0")
