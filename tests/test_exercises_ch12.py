@@ -356,3 +356,10 @@ def test_compute_optimal_right_answers(fn):
 ])
 def test_compute_optimal_mistakes(fn, words):
     _fails_with(check_compute_optimal(fn), *words)
+
+
+def test_shuffle_prediction_may_be_a_function(position_model):
+    model, images, labels = position_model
+    assert check_shuffled_patches(lambda: "drops", shuffle_loops, model, images, labels).passed
+    result = check_shuffled_patches(_stub, shuffle_loops, model, images, labels)
+    assert not result.passed and result.not_implemented

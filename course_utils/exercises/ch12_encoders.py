@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from ..mlm import IGNORE
 from ..scaling import compute_optimal
-from ..vit import count_params, patchify
+from ..vit import VIT_RECIPE, count_params, load_digits_split, load_vit, patchify
 from .core import CheckFailed, as_number, call_student, checker, expect_close, expect_tensor
 from .experiment import Expected, compare_prediction, judge_range, require_prediction
 
@@ -134,10 +134,23 @@ def _shuffle_reference(images: Tensor, perm: Tensor, patch: int) -> Tensor:
 
 
 @checker("12.3", "shuffled patches")
-def check_shuffled_patches(prediction: str, fn: Callable[..., Tensor], model: nn.Module, images: Tensor,
-                           labels: Tensor, patch: int = 2) -> str:
-    """Check ``fn(images, perm, patch)`` shuffles the patches of (B, H, W) images, then judge the accuracy."""
+def check_shuffled_patches(prediction: str | Callable[[], str], fn: Callable[..., Tensor],
+                           model: nn.Module | None = None, images: Tensor | None = None,
+                           labels: Tensor | None = None, patch: int | None = None) -> str:
+    """Check ``fn(images, perm, patch)`` shuffles the patches of (B, H, W) images, then judge the accuracy.
+
+    ``prediction`` is "same" or "drops", or a function returning it. By default the model is the
+    shipped ViT (``course_utils/assets/vit_digits.pt``) and the images are the chapter's test split.
+    """
+    if callable(prediction):
+        prediction = call_student(prediction, what="your prediction")
     key = require_prediction(prediction, SHUFFLE_OPTIONS)
+    if model is None:
+        model, info = load_vit()
+        patch = info["recipe"]["model"]["patch"]
+    if images is None or labels is None:
+        _, _, images, labels = load_digits_split(VIT_RECIPE["test_size"], VIT_RECIPE["seed"])
+    patch = patch or 2
     g = torch.Generator().manual_seed(0)
     x = torch.rand(2, 8, 8, generator=g)
     for p in (2, 4):
