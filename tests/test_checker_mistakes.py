@@ -59,6 +59,16 @@ EXEMPT = {
              " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
     "11.4": "experiment:"
              " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
+    "12.1": "implement (the 80-10-10 masking rule):"
+             " tests/test_exercises_ch12.py tries the reference, two other right answers and three named mistakes",
+    "12.2": "implement (patches):"
+             " tests/test_exercises_ch12.py tries the reference, two other right answers and three named mistakes",
+    "12.3": "experiment:"
+             " tests/test_exercises_ch12.py tries the reference, two other right answers and three named mistakes",
+    "12.4": "design:"
+             " tests/test_exercises_ch12.py tries the reference, two other right answers and three named mistakes",
+    "12.5": "derive:"
+             " tests/test_exercises_ch12.py tries the reference, two other right answers and three named mistakes",
     # transfer and prediction exercises checked by their own test files with answers of their kind
     "1.5": "transfer exercise (design queries):"
              " tests/test_exercises_ch01.py tries its answers",

@@ -35,15 +35,17 @@ from ..model import Transformer, TransformerConfig
 from ..training import Callback, TrainConfig, TrainHistory, train
 from ..utils import set_seed
 from ..validate import check_bool, check_positive_int
+from ..vit import VisionTransformer
 
 Recipe = dict[str, Any]  # the one recipe type: plain JSON-able data, see the module docstring
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 # kind -> (model class, config class): what a checkpoint can hold
-KINDS: dict[str, tuple[type[nn.Module], type]] = {
+KINDS: dict[str, tuple[type[nn.Module], type | None]] = {
     "transformer": (Transformer, TransformerConfig),
     "decoder_only": (DecoderOnly, DecoderOnlyConfig),
+    "vit": (VisionTransformer, None),  # built from its keyword arguments: VisionTransformer(**config)
 }
 
 
@@ -114,7 +116,7 @@ def _kind_of(model: object) -> str:
     for kind, (cls, _) in KINDS.items():
         if type(model) is cls:
             return kind
-    raise TypeError(f"model must be a Transformer or a DecoderOnly, got {type(model).__name__}")
+    raise TypeError(f"model must be one of {[c.__name__ for c, _ in KINDS.values()]}, got {type(model).__name__}")
 
 
 def _check_path(path: object) -> Path:
@@ -185,10 +187,13 @@ def _config_from_dict(config_cls: type, config: object, name: str) -> Any:
 
 
 def load(path: Path | str) -> nn.Module:
-    """The model stored at ``path`` (a Transformer or a DecoderOnly, by its kind), in eval mode."""
+    """The model stored at ``path`` (a Transformer, a DecoderOnly or a ViT, by its kind), in eval mode."""
     data = read_checkpoint(path)
     model_cls, config_cls = KINDS[data["kind"]]
-    model = model_cls(_config_from_dict(config_cls, data["config"], "the checkpoint's config"))
+    if config_cls is None:
+        model = model_cls(**data["config"])
+    else:
+        model = model_cls(_config_from_dict(config_cls, data["config"], "the checkpoint's config"))
     try:
         model.load_state_dict(data["state_dict"])
     except (RuntimeError, TypeError, AttributeError) as error:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..scaling import SCALING_RECIPE
+from ..vit import VIT_RECIPE
 from .ablations import ABLATIONS_FILE, ablations_recipe
 from .charlm import CHARLM_CHECKPOINT, CHARLM_RECIPE
 from .core import ASSETS, stored_recipe
@@ -28,6 +30,8 @@ from .length import (
 )
 from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
+from .scaling import SCALING_FILE
+from .vit import VIT_FILE
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
 
@@ -49,6 +53,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     BENCHMARK_FILE: ch08_benchmark_recipe,
     EXTRA_ROWS_FILE: extra_rows_recipe,
     MODERN_BLOCK_FILE: lambda: MODERN_BLOCK_RECIPE,
+    SCALING_FILE: lambda: SCALING_RECIPE,
+    VIT_FILE: lambda: VIT_RECIPE,
 }
 
 

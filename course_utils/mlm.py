@@ -1,0 +1,181 @@
+"""An encoder-only masked-language model on the tiny Shakespeare characters (BERT, Devlin et
+al. 2019, in miniature): Chapter 5's encoder blocks with no causal mask, BERT's masking rule,
+the loss on masked positions only, and the measurements that compare it with Chapter 8's
+decoder-only model. Chapter 12.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from .charlm import CharVocab, lm_batch, load_corpus, train_val_ids
+from .model import EncoderBlock
+from .norm import LayerNorm
+from .positional import SinusoidalPositionalEncoding
+from .validate import check_int, check_number, check_positive_int, check_rank
+
+IGNORE = -100  # target of a position that is not scored (cross_entropy's ignore_index)
+
+# About a minute of training on an idle 2-core CPU; the model is Chapter 8's char LM without its causal mask.
+MLM_RECIPE: dict[str, Any] = {
+    "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 3, "max_len": 64},
+    "train": {"steps": 600, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4, "weight_decay": 0.01, "clip": 1.0},
+    "batch_size": 32,
+    "block_size": 64,
+    "mask_rate": 0.15,  # BERT: 15 % of positions are chosen; of those 80 % [MASK], 10 % random, 10 % kept
+    "seed": 0,
+}
+
+
+def bert_mask(ids: Tensor, vocab_size: int, mask_id: int, rate: float = 0.15,
+              generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """BERT's masking rule on ids (B, T): (inputs, targets), targets IGNORE where not chosen. Chapter 12.
+
+    Each position is chosen with probability ``rate``; a chosen position becomes ``mask_id``
+    with probability 0.8, a uniformly random id in [0, vocab_size) with 0.1, and stays as it
+    is with 0.1 (Devlin et al. 2019, section 3.1). Targets hold the original id at chosen
+    positions, so the loss is computed on them only.
+    """
+    check_rank("ids", ids, 2, "(B, T) of token ids")
+    check_positive_int("vocab_size", vocab_size)
+    check_int("mask_id", mask_id, low=0)
+    check_number("rate", rate, 0.0, 1.0)
+    chosen = torch.rand(ids.shape, generator=generator) < rate  # (B, T)
+    action = torch.rand(ids.shape, generator=generator)  # (B, T): < 0.8 mask, < 0.9 random, else keep
+    random_ids = torch.randint(0, vocab_size, ids.shape, generator=generator)  # (B, T)
+    inputs = torch.where(chosen & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    targets = torch.where(chosen, ids, torch.full_like(ids, IGNORE))
+    return inputs, targets
+
+
+class EncoderOnlyLM(nn.Module):
+    """Embeddings (the characters and [MASK]) + positions, N encoder blocks with no mask, a tied head. Chapter 12."""
+
+    def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, d_ff: int = 256, n_layers: int = 3,
+                 max_len: int = 64, dropout: float = 0.0):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("n_heads", n_heads),
+                            ("d_ff", d_ff), ("n_layers", n_layers), ("max_len", max_len)):
+            check_positive_int(name, value)
+        self.vocab_size, self.d_model, self.max_len = vocab_size, d_model, max_len
+        self.mask_id = vocab_size  # one extra embedding row for [MASK]; it is never predicted
+        self.embedding = nn.Embedding(vocab_size + 1, d_model)
+        self.pe = SinusoidalPositionalEncoding(d_model, max_len)
+        self.layers = nn.ModuleList(
+            EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first=True) for _ in range(n_layers))
+        self.final_norm = LayerNorm(d_model)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
+
+    def forward(self, tokens: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
+        """tokens (B, T), ids in [0, vocab_size] (vocab_size = [MASK]) -> logits (B, T, vocab_size). Chapter 12."""
+        check_rank("tokens", tokens, 2, "(B, T) of token ids")
+        if tokens.shape[1] > self.max_len:
+            raise ValueError(f"tokens has length {tokens.shape[1]}, beyond max_len={self.max_len}")
+        if tokens.min() < 0 or tokens.max() > self.mask_id:
+            raise ValueError(f"tokens holds ids outside [0, {self.mask_id}], got min {int(tokens.min())} "
+                             f"and max {int(tokens.max())}")
+        x = self.pe(self.embedding(tokens) * math.sqrt(self.d_model))  # (B, T, d_model)
+        weights = []
+        for block in self.layers:
+            x, w = block(x, None, need_weights=return_attention)  # mask None: every position sees both sides
+            if w is not None:
+                weights.append(w)
+        logits = self.final_norm(x) @ self.embedding.weight[: self.vocab_size].T  # tied: (B, T, vocab_size)
+        return (logits, weights) if return_attention else logits
+
+
+def masked_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean cross-entropy over the scored (chosen) positions only; targets IGNORE elsewhere. Chapter 12."""
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                       ignore_index=IGNORE)
+
+
+def train_mlm(recipe: dict[str, Any] | None = None, steps: int | None = None,
+              progress: bool = True) -> tuple[EncoderOnlyLM, dict[str, Any]]:
+    """Train the masked-language model from scratch; return (model, log with the loss per step). Chapter 12."""
+    from .training import TrainConfig, train
+
+    recipe = copy.deepcopy(recipe or MLM_RECIPE)
+    if steps is not None:
+        recipe["train"]["steps"] = check_positive_int("steps", steps)
+        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps // 4)
+    text = load_corpus()
+    vocab = CharVocab(text)
+    train_ids, _ = train_val_ids(text, vocab)
+    torch.manual_seed(recipe["seed"])
+    model = EncoderOnlyLM(len(vocab), **recipe["model"])
+    generator = torch.Generator().manual_seed(recipe["seed"])
+    B, T = recipe["batch_size"], recipe["block_size"]
+
+    def batch(step: int) -> tuple[Tensor, Tensor]:
+        windows, _ = lm_batch(train_ids, B, T, generator)  # (B, T); the shifted targets are not needed
+        return bert_mask(windows, len(vocab), model.mask_id, recipe["mask_rate"], generator)
+
+    cpu = time.process_time()
+    history = train(model, batch, TrainConfig(optimizer="adamw", **recipe["train"]), loss_fn=masked_loss,
+                    progress=progress)
+    return model, {"loss_nats": history.losses, "cpu_seconds": time.process_time() - cpu,
+                   "wall_seconds": history.seconds, "recipe": recipe}
+
+
+def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
+    """The first n consecutive windows (n, block_size) of the validation ids. Chapter 12."""
+    check_positive_int("n", n)
+    n = min(n, (len(val_ids) - 1) // block_size)
+    return val_ids[: n * block_size].reshape(n, block_size)  # (n, T)
+
+
+@torch.no_grad()
+def masked_accuracy(model: EncoderOnlyLM, windows: Tensor, rate: float = 0.15, seed: int = 0) -> float:
+    """Share of chosen positions (BERT's rule, seeded) predicted right (arg-max). Chapter 12."""
+    model.eval()
+    inputs, targets = bert_mask(windows, model.vocab_size, model.mask_id, rate, torch.Generator().manual_seed(seed))
+    scored = targets != IGNORE
+    return float((model(inputs).argmax(-1)[scored] == targets[scored]).float().mean())
+
+
+@torch.no_grad()
+def next_char_accuracy(model: nn.Module, val_ids: Tensor, block_size: int, n: int) -> float:
+    """Share of positions of n validation windows where a causal LM's arg-max is the next character. Chapter 12."""
+    model.eval()
+    n = min(n, (len(val_ids) - 1) // block_size)
+    idx = torch.arange(n)[:, None] * block_size + torch.arange(block_size)  # (n, T)
+    return float((model(val_ids[idx]).argmax(-1) == val_ids[idx + 1]).float().mean())
+
+
+@torch.no_grad()
+def gap_accuracy(model: EncoderOnlyLM, windows: Tensor, position: int, right_context: bool = True) -> float:
+    """Fill one [MASK] at ``position`` of every window; without right context the window ends at the gap. Chapter 12.
+
+    The same model, the same gaps: with ``right_context=False`` the characters after the gap are
+    cut off, which is all a causal model ever sees.
+    """
+    check_rank("windows", windows, 2, "(n, T)")
+    check_int("position", position, low=0, high=windows.shape[1] - 1)
+    model.eval()
+    inputs = windows.clone()
+    inputs[:, position] = model.mask_id
+    if not right_context:
+        inputs = inputs[:, : position + 1]  # (n, position + 1): the gap is the last character
+    predicted = model(inputs)[:, position].argmax(-1)  # (n,)
+    return float((predicted == windows[:, position]).float().mean())
+
+
+@torch.no_grad()
+def causal_gap_accuracy(model: nn.Module, windows: Tensor, position: int) -> float:
+    """A causal LM's arg-max for the character at ``position`` given the characters before it. Chapter 12."""
+    check_rank("windows", windows, 2, "(n, T)")
+    check_int("position", position, low=1, high=windows.shape[1] - 1)
+    model.eval()
+    predicted = model(windows[:, :position])[:, -1].argmax(-1)  # (n,)
+    return float((predicted == windows[:, position]).float().mean())

@@ -1,0 +1,39 @@
+"""Chapter 12's Vision Transformer on the 8x8 digits: the shipped checkpoint and its recipe. Chapter 12.
+
+``python benchmarks/vit_digits.py`` re-trains it with ``course_utils.vit.VIT_RECIPE`` and rewrites
+``vit_digits.pt`` in the one checkpoint layout ``{"kind": "vit", "config", "recipe", "results",
+"state_dict"}``; the freshness check compares its stored recipe with the code's.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..vit import VIT_RECIPE, VisionTransformer
+from .core import asset_path, load, read_checkpoint
+
+VIT_FILE = "vit_digits.pt"
+
+
+def save_vit(model: VisionTransformer, result: dict[str, Any], recipe: dict[str, Any] | None = None,
+             path: Path | str | None = None) -> Path:
+    """Write the trained ViT: its weights, the recipe that made it and its scores. Chapter 12."""
+    recipe = copy.deepcopy(recipe or VIT_RECIPE)
+    path = asset_path(VIT_FILE) if path is None else Path(path)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    torch.save({"kind": "vit", "config": recipe["model"], "recipe": recipe, "results": result,
+                "state_dict": state}, path)
+    return path
+
+
+def load_vit(path: Path | str | None = None) -> tuple[VisionTransformer, dict[str, Any]]:
+    """(the shipped ViT in eval mode, {"recipe", "result"}). Chapter 12."""
+    path = asset_path(VIT_FILE) if path is None else path
+    data = read_checkpoint(path)
+    if data["kind"] != "vit":
+        raise ValueError(f"path must hold a Vision Transformer, got a {data['kind']!r} checkpoint")
+    return load(path), {"recipe": data["recipe"], "result": data["results"]}
