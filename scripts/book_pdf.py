@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-import yaml
+from toc import toc_pages  # scripts/toc.py: the pages of _toc.yml in reading order
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -55,23 +55,6 @@ GATHER = """async (paths) => {
       : new Promise(r => { i.onload = r; i.onerror = r; })));
   return document.images.length;
 }"""
-
-
-def toc_pages() -> list[str]:
-    """Every document of _toc.yml in reading order, as paths of the built site."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [f"{p}.html" for p in pages]
 
 
 def page_count(pdf: bytes) -> int:

@@ -7,30 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def toc_pages() -> list[str]:
-    """Every document in _toc.yml, as a path relative to the site root, e.g. 'chapters/01_attention.html'."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [f"{p}.html" for p in pages]
-
+sys.path.insert(0, str(ROOT / "scripts"))
+from toc import toc_pages  # noqa: E402  (scripts/toc.py, shared with make pdf)
 
 PAGES = toc_pages()
 
