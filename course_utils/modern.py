@@ -58,6 +58,8 @@ class ModernLMConfig:
             raise ValueError(f"d_model must be divisible by n_heads, got {self.d_model} and {self.n_heads}")
         if self.n_kv_heads is not None:
             check_positive_int("n_kv_heads", self.n_kv_heads)
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(f"n_kv_heads must divide n_heads={self.n_heads}, got {self.n_kv_heads}")
         check_choice("norm", self.norm, ("layernorm", "rmsnorm"))
         check_choice("ffn", self.ffn, ("relu", "swiglu"))
         check_choice("positional", self.positional, ("sinusoidal", "rope"))
