@@ -30,7 +30,7 @@ def load_corpus(path: Path | str = CORPUS_PATH, sha256: str = CORPUS_SHA256) -> 
     """The tiny Shakespeare text, after checking its SHA-256 (ValueError if it differs). Chapter 8."""
     try:
         raw = gzip.decompress(Path(path).read_bytes())
-    except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
+    except (gzip.BadGzipFile, EOFError) as error:
         raise ValueError(f"path must be a gzip file of the corpus, got {Path(path).name} ({error})") from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != sha256:

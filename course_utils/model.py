@@ -130,8 +130,8 @@ class PositionalScheme(nn.Module):
     def __init__(self, config: TransformerConfig, learned_std: float = 0.02,
                  kinds: tuple[str, ...] = ("encoder", "decoder", "cross")):
         super().__init__()
-        if not isinstance(config, TransformerConfig):
-            raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
+        if not all(hasattr(config, a) for a in ("positional", "d_model", "n_heads", "max_len")):
+            raise TypeError(f"config must be a TransformerConfig or DecoderOnlyConfig, got {type(config).__name__}")
         c = config
         self.kind = c.positional
         self.table: nn.Module | None = None

@@ -131,6 +131,9 @@ class ModernBlock(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, rope: tuple[Tensor, Tensor] | None = None) -> Tensor:
         """x: (B, T, d_model) -> (B, T, d_model)."""
+        d_model = self.self_attn.d_model
+        if check_float_tensor("x", x, 3, "(B, T, d_model)").shape[-1] != d_model:
+            raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
         if self.norm_first:  # pre-norm: x + Sublayer(Norm(x))
             x = x + self.attention(self.norm1(x), mask, rope)
             return x + self.ffn(self.norm2(x))
