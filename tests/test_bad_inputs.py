@@ -704,9 +704,21 @@ bad(U, lambda: decoding.sampling_probs(torch.zeros(4), 1.0, top_k=0), ValueError
 # ================================================================ issue 23, every public function (helper "robust2")
 # One or more rows per public function of course_utils that the blocks above did not reach, by class;
 # tests/test_bad_input_coverage.py fails when a public function has no row here (or no EXEMPT reason).
-from course_utils import ablations, flash, induction, kv_memory, mlm, modern, random_position_eval  # noqa: E402
-from course_utils import scaling, sliding_window, stats, vit  # noqa: E402
-from course_utils import progress  # noqa: E402
+from course_utils import (  # noqa: E402
+    ablations,
+    explorers,
+    flash,
+    induction,
+    kv_memory,
+    mlm,
+    modern,
+    progress,
+    random_position_eval,
+    scaling,
+    sliding_window,
+    stats,
+    vit,
+)
 from course_utils.runs import core as runs_core  # noqa: E402
 from course_utils.runs import modern as runs_modern  # noqa: E402
 from course_utils.runs import registry as runs_registry  # noqa: E402
@@ -938,6 +950,17 @@ bad(M_, lambda: scaling.compute_optimal(1e9, tokens_per_param=0.0), ValueError, 
 bad(M_, lambda: scaling.build_sized_lm(30, {"d_model": 8}), ValueError, "size")
 bad(M_, lambda: scaling.non_embedding_params("model"), TypeError, "model must be")
 bad(M_, lambda: scaling.train_sized_lm({"d_model": 8}, 0), ValueError, "steps must be a positive int")
+bad(I_, lambda: explorers.draw_pe_columns(8.0, 1), TypeError, "d_model must be a positive int", "float")
+bad(M_, lambda: explorers.draw_pe_columns(8, 1, positions=0), ValueError, "positions must be a positive int")
+bad(M_, lambda: explorers.pe_explorer(uid="Bad Id"), ValueError, "uid must be lowercase letters")
+bad(M_, lambda: explorers.next_token_table(MODEL, "Hello"), ValueError, "'H' at position 0")
+bad(M_, lambda: explorers.next_token_table(MODEL, ["ab"]), TypeError, "input must be a str", "list")
+bad(N_, lambda: explorers.draw_sampling(MODEL, "ab", NAN, 2), ValueError, "temperature must be a positive number", "nan")
+bad(M_, lambda: explorers.draw_sampling(MODEL, "ab", 1.0, 0), ValueError, "top_k must be a positive int")
+bad(M_, lambda: explorers.sampling_explorer(MODEL, words="abc"), TypeError, "words must be a list of str")
+bad(Z_, lambda: explorers.draw_cross_attention(MODEL, "ab", 5), ValueError, "layer must be in 1..1", "5")
+bad(I_, lambda: explorers.draw_cross_attention(MODEL, "ab", 1.0), TypeError, "layer must be an int", "float")
+bad(M_, lambda: explorers.cross_attention_explorer(model="m"), TypeError, "model must be an encoder-decoder")
 bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name must be one of")
 
 
