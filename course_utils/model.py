@@ -692,7 +692,8 @@ def copy_mha_weights(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) ->
     """Copy W_Q, W_K, W_V, W_O into an nn.MultiheadAttention (inside torch.no_grad()). Chapter 5."""
     if not isinstance(theirs, nn.MultiheadAttention) or theirs.embed_dim != mine.d_model:
         raise ValueError(
-            f"theirs must be an nn.MultiheadAttention with embed_dim d_model={mine.d_model}, got {theirs!r:.60}"
+            f"theirs must be an nn.MultiheadAttention with embed_dim d_model={mine.d_model}, "
+            f"got a {type(theirs).__name__} with embed_dim {getattr(theirs, 'embed_dim', None)}"
         )
     # PyTorch stacks W_Q, W_K, W_V into one (3 d_model, d_model) in_proj matrix
     theirs.in_proj_weight.copy_(torch.cat([mine.W_Q.weight, mine.W_K.weight, mine.W_V.weight]))
@@ -706,7 +707,8 @@ def copy_norm_weights(mine: nn.Module, theirs: nn.LayerNorm) -> None:
     if not isinstance(mine, LayerNorm):
         raise TypeError(f"mine must be a course_utils.norm.LayerNorm, got {type(mine).__name__}")
     if not isinstance(theirs, nn.LayerNorm) or tuple(theirs.weight.shape) != tuple(mine.gamma.shape):
-        raise ValueError(f"theirs must be an nn.LayerNorm of size d_model={mine.gamma.shape[0]}, got {theirs!r:.60}")
+        raise ValueError(f"theirs must be an nn.LayerNorm of size d_model={mine.gamma.shape[0]}, "
+                         f"got a {type(theirs).__name__} ({' '.join(repr(theirs).split())[:60]})")
     theirs.weight.copy_(mine.gamma)
     theirs.bias.copy_(mine.beta)
 
