@@ -52,8 +52,8 @@ def bert_mask(ids: Tensor, vocab_size: int, mask_id: int, rate: float = 0.15,
     """
     check_rank("ids", ids, 2, "(B, T) of token ids")
     check_positive_int("vocab_size", vocab_size)
-    check_int("mask_id", mask_id, low=0, high=vocab_size - 1)
-    check_number("rate", rate, 0.0, 1.0, low_open=True)
+    check_int("mask_id", mask_id, low=vocab_size)  # [MASK] is an id of its own, after the characters
+    check_number("rate", rate, 0.0, 1.0)
     chosen = torch.rand(ids.shape, generator=generator) < rate  # (B, T)
     action = torch.rand(ids.shape, generator=generator)  # (B, T): < 0.8 mask, < 0.9 random, else keep
     random_ids = torch.randint(0, vocab_size, ids.shape, generator=generator)  # (B, T)
