@@ -465,7 +465,7 @@ bad(F_, lambda: runs_reversal.train_reversal_model({"model": {}}, progress=False
 
 # ================================================================ issue 23: classes of bad input (helper "robust")
 # One block per class; each class has one rule in course_utils/validate.py (see its docstring).
-from course_utils import baselines, charlm, gpt  # noqa: E402
+from course_utils import ablations, baselines, charlm, gpt, induction, kv_memory, sliding_window, stats, vit  # noqa: E402
 
 GPT = gpt.DecoderOnly(gpt.DecoderOnlyConfig(30, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=16)).eval()
 CAUSAL4 = masks.causal_mask(4)
@@ -626,6 +626,22 @@ ACCEPT: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
     ("top_k_filter", lambda: sampling.top_k_filter(torch.arange(30.0)[None], torch.tensor(3)), lambda: sampling.top_k_filter(torch.arange(30.0)[None], 3)),
 ]
 
+# helper "robust2": the same rule in the modules issue 23's first pass did not reach
+ACCEPT += [
+    ("layernorm_params", lambda: counting.layernorm_params(np.int64(8)), lambda: counting.layernorm_params(8)),
+    ("diagonal_reference", lambda: analysis.diagonal_reference(torch.tensor([3, 4]), np.int64(5)),
+     lambda: analysis.diagonal_reference(torch.tensor([3, 4]), 5)),
+    ("binomial_interval", lambda: stats.binomial_interval(np.int64(3), np.int32(10)), lambda: stats.binomial_interval(3, 10)),
+    ("sliding_window_mask", lambda: sliding_window.sliding_window_mask(np.int64(5), torch.tensor(2)),
+     lambda: sliding_window.sliding_window_mask(5, 2)),
+    ("kv_cache_bytes", lambda: kv_memory.kv_cache_bytes(np.int64(2), np.int64(2), np.int64(8), np.int64(10)),
+     lambda: kv_memory.kv_cache_bytes(2, 2, 8, 10)),
+    ("patchify", lambda: vit.patchify(torch.arange(64.0).view(1, 8, 8), np.int64(2)), lambda: vit.patchify(torch.arange(64.0).view(1, 8, 8), 2)),
+    ("repeated_sequences", lambda: induction.repeated_sequences(np.int64(2), np.int64(3), np.int64(10), torch.Generator().manual_seed(0)),
+     lambda: induction.repeated_sequences(2, 3, 10, torch.Generator().manual_seed(0))),
+    ("table1_counts", lambda: ablations.table1_counts(np.int64(4), np.int64(8)), lambda: ablations.table1_counts(4, 8)),
+]
+
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor):
@@ -704,21 +720,7 @@ bad(U, lambda: decoding.sampling_probs(torch.zeros(4), 1.0, top_k=0), ValueError
 # ================================================================ issue 23, every public function (helper "robust2")
 # One or more rows per public function of course_utils that the blocks above did not reach, by class;
 # tests/test_bad_input_coverage.py fails when a public function has no row here (or no EXEMPT reason).
-from course_utils import (  # noqa: E402
-    ablations,
-    explorers,
-    flash,
-    induction,
-    kv_memory,
-    mlm,
-    modern,
-    progress,
-    random_position_eval,
-    scaling,
-    sliding_window,
-    stats,
-    vit,
-)
+from course_utils import explorers, flash, mlm, modern, progress, random_position_eval, scaling  # noqa: E402
 from course_utils.runs import core as runs_core  # noqa: E402
 from course_utils.runs import modern as runs_modern  # noqa: E402
 from course_utils.runs import registry as runs_registry  # noqa: E402
