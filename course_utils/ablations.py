@@ -26,7 +26,7 @@ from .model import (
 )
 from .norm import LayerNorm
 from .training import Callback, StepsTo, TrainConfig, train
-from .validate import check_positive_int
+from .validate import check_finite, check_float_tensor, check_int, check_module, check_positive_int, check_rank
 
 POSITIONALS = ("sinusoidal", "learned", "none")
 
@@ -73,6 +73,8 @@ def build_variant(
     feed_forward=False removes every position-wise feed-forward sub-layer (its output is zero,
     so each block keeps only its attention sub-layers).
     """
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
     if positional not in POSITIONALS:
         raise ValueError(f"positional must be one of {POSITIONALS}, got {positional!r}")
     for name, flag in (("residual", residual), ("layer_norm", layer_norm), ("feed_forward", feed_forward)):
@@ -102,12 +104,23 @@ def build_variant(
 
 def layer_grad_norm(model: Transformer, layer: int = 0) -> float:
     """L2 norm of the gradient of all parameters of encoder block ``layer`` (0 = the first). Chapter 10."""
+    if not hasattr(check_module("model", model), "encoder_layers"):
+        raise TypeError(f"model must be a Transformer with encoder_layers, got a {type(model).__name__} module")
+    layer = check_int("layer", layer, 0, len(model.encoder_layers) - 1)
     grads = [p.grad.reshape(-1) for p in model.encoder_layers[layer].parameters() if p.grad is not None]
     return float(torch.linalg.vector_norm(torch.cat(grads))) if grads else 0.0
 
 
 def sequence_accuracy(logits: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> float:
     """Fraction of sequences whose every non-PAD target token is the argmax (teacher-forced). Chapter 10."""
+    check_finite("logits", check_float_tensor("logits", logits, 3, "(B, T, V)"), "NaN logits have no argmax")
+    check_rank("targets", targets, 2, "(B, T)")
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(
+            f"logits and targets must agree on B and T, got {tuple(logits.shape)} and {tuple(targets.shape)}"
+        )
+    if bool((targets == pad_id).all()):
+        raise ValueError("targets must hold at least one non-PAD token, got only PAD")
     right = (logits.argmax(-1) == targets) | (targets == pad_id)  # (B, T)
     return float(right.all(dim=1).float().mean())
 
@@ -137,7 +150,7 @@ class FirstLayerGradNorm(Callback):
     """The raw gradient norm of the first encoder block at each of the first ``steps`` steps. Chapter 10."""
 
     def __init__(self, model: nn.Module, steps: int = 10):
-        self.model, self.steps, self.norms = model, steps, []
+        self.model, self.steps, self.norms = check_module("model", model), check_positive_int("steps", steps), []
 
     def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
         if hasattr(self.model, "encoder_layers") and step <= self.steps:

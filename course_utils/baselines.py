@@ -47,6 +47,8 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_attn: int):
         super().__init__()
+        d_query, d_key, d_attn = (check_positive_int(n, v) for n, v in (("d_query", d_query), ("d_key", d_key),
+                                                                        ("d_attn", d_attn)))
         self.W_s = nn.Linear(d_query, d_attn, bias=False)  # decoder state -> d_attn
         self.W_h = nn.Linear(d_key, d_attn)  # encoder annotation -> d_attn
         self.v = nn.Linear(d_attn, 1, bias=False)  # d_attn -> one score

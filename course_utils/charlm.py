@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from .gpt import DecoderOnly
-from .validate import check_fits, check_int, check_number, check_positive_int, check_rank, check_token_ids
+from .validate import check_finite, check_fits, check_int, check_number, check_positive_int, check_rank, check_token_ids
 
 ASSETS = Path(__file__).parent / "assets"
 CORPUS_PATH = ASSETS / "tinyshakespeare.txt.gz"
@@ -28,7 +28,10 @@ VAL_FRACTION = 0.1  # the last 10 % of the text is the validation set
 
 def load_corpus(path: Path | str = CORPUS_PATH, sha256: str = CORPUS_SHA256) -> str:
     """The tiny Shakespeare text, after checking its SHA-256 (ValueError if it differs). Chapter 8."""
-    raw = gzip.decompress(Path(path).read_bytes())
+    try:
+        raw = gzip.decompress(Path(path).read_bytes())
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise ValueError(f"path must be a gzip file of the corpus, got {Path(path).name} ({error})") from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != sha256:
         raise ValueError(f"corpus checksum mismatch for {Path(path).name}: expected sha256 {sha256}, got {digest}")
@@ -159,7 +162,7 @@ def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_
 # ---------------------------------------------------------------- what the heads do
 def previous_token_score(weights: Tensor) -> Tensor:
     """Per head: mean attention weight from each query t >= 1 to key t - 1, for weights (B, h, T, T). Chapter 8."""
-    check_rank("weights", weights, 4, "(B, h, T, T)")
+    check_finite("weights", check_rank("weights", weights, 4, "(B, h, T, T)"), "attention weights come from a softmax")
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (B, h, T-1) -> (h,)
 
 
@@ -170,7 +173,7 @@ def induction_score(weights: Tensor, length: int) -> Tensor:
     weights: (B, h, 2 length, 2 length) -> (h,). An induction head ("A B ... A -> attend to B")
     scores near 1; a head that spreads attention evenly scores about 1 / position.
     """
-    check_rank("weights", weights, 4, "(B, h, T, T)")
+    check_finite("weights", check_rank("weights", weights, 4, "(B, h, T, T)"), "attention weights come from a softmax")
     check_positive_int("length", length)
     if weights.shape[-1] != 2 * length:
         raise ValueError(f"weights must cover 2 * length = {2 * length} positions, got shape {tuple(weights.shape)}")
@@ -187,6 +190,10 @@ def head_scores(model: DecoderOnly, windows: Tensor, vocab_size: int, length: in
     Previous-token scores are measured on real text ``windows`` (B, T); induction scores on
     ``n`` random sequences of ``length`` tokens, each repeated twice.
     """
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a course_utils.gpt.DecoderOnly, got {type(model).__name__}")
+    vocab_size, n = check_positive_int("vocab_size", vocab_size), check_positive_int("n", n)
+    check_fits("2 * length", 2 * check_positive_int("length", length), model.config.max_len, "the model's max_len")
     _, weights = model(windows, return_attention=True)
     prev = torch.stack([previous_token_score(w) for w in weights])
     first = torch.randint(0, vocab_size, (n, length), generator=generator)  # (n, L)

@@ -30,6 +30,7 @@ from .interactive import Explorer, choice, explore, float_slider, int_slider, ph
 from .masks import padding_mask
 from .plots import BOOK_RC, attention_grid
 from .positional import sinusoidal_encoding
+from .validate import check_int, check_positive_int, check_str_list
 
 MAX_INPUT = 24  # longest input the live text boxes accept (the pictures stay legible)
 
@@ -63,11 +64,18 @@ def _label(token_id: int) -> str:
 # --- Chapter 2 ------------------------------------------------------------------------------
 
 @_book_figure
+def _check_seq2seq(model: object, allow_none: bool = True) -> None:
+    if (model is None and allow_none) or hasattr(getattr(model, "config", None), "n_decoder_layers"):
+        return
+    raise TypeError(f"model must be an encoder-decoder course_utils.model.Transformer, got {type(model).__name__}")
+
+
 def draw_pe_columns(d_model: int, pair: int, positions: int = 100) -> Figure:
     """Columns 2i (sin) and 2i+1 (cos) of the sinusoidal table over ``positions`` positions. Chapter 2.
 
     ``pair`` is clamped to the last pair d_model/2 - 1 (the title says so).
     """
+    check_positive_int("d_model", d_model), check_int("pair", pair, low=0), check_positive_int("positions", positions)
     if d_model < 2 or d_model % 2:
         raise ValueError(f"d_model must be an even number >= 2, got {d_model}")
     i = min(pair, d_model // 2 - 1)
@@ -149,6 +157,8 @@ def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n
 def sampling_explorer(model: nn.Module | None = None, words: Sequence[str] = ("reversal", "attention"),
                       uid: str = "ch6-sampling-explorer") -> Explorer:
     """Sampling from the trained model; live: any input, temperature 0.1-3, top-k 1-V. Chapter 6."""
+    words = check_str_list("words", words)
+    _check_seq2seq(model)
     if model is None:
         from .runs.reversal import load_reversal_model
 
@@ -173,6 +183,8 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
     The decoder reads the true reversal (teacher forcing, as in the chapter), so row t is the step
     that should copy source position L-1-t; the title shows the model's own (greedy) output.
     """
+    _check_seq2seq(model, allow_none=False)
+    layer = check_int("layer", layer)
     src, tgt_in, tgt_out = make_batch([_check_input(word)])
     n_layers = model.config.n_decoder_layers
     if not 1 <= layer <= n_layers:
@@ -212,6 +224,8 @@ def cross_attention_explorer(model: nn.Module | None = None,
                                                      "lengthgeneralisation"),
                              uid: str = "ch7-explorer") -> Explorer:
     """The trained model's output and every head's cross-attention; live: any input, any layer. Chapter 7."""
+    words = check_str_list("words", words)
+    _check_seq2seq(model)
     if model is None:
         from .runs.reversal import load_reversal_model
 

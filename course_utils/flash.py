@@ -33,6 +33,11 @@ def online_softmax_update(
     running sum of exp(score - m); acc (..., q, d): running sum of exp(score - m) v. Masked scores
     are -inf. After the last tile the attention output is acc / l.
     """
+    for name, x, rank in (("m", m, 1), ("l", l, 1), ("acc", acc, 2), ("scores", scores, 2), ("v", v, 2)):
+        check_float_tensor(name, x, range(rank, 9), "(..., q)" if rank == 1 else "(..., rows, cols)")
+    if scores.shape[:-1] != m.shape or scores.shape[-1] != v.shape[-2] or acc.shape[-1] != v.shape[-1]:
+        raise ValueError(f"scores must be (..., q, k) for m (..., q), v (..., k, d) and acc (..., q, d), got scores "
+                         f"{tuple(scores.shape)}, m {tuple(m.shape)}, v {tuple(v.shape)}, acc {tuple(acc.shape)}")
     m_new = torch.maximum(m, scores.amax(dim=-1))  # (..., q)
     m_safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # rows with no key yet: no shift
     rescale = torch.exp(m - m_safe)  # (..., q): exp(old max - new max) <= 1, 0 before the first key

@@ -33,21 +33,29 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .masks import causal_mask
 from .norm import LayerNorm
-from .validate import check_positive_int, check_rank
+from .validate import check_module, check_positive_int, check_rank, check_token_ids
 
 
 def repeated_sequences(batch_size: int, half: int, vocab_size: int, generator: torch.Generator | None = None) -> Tensor:
     """(batch_size, 2 * half) ids: ``half`` uniform random tokens, then the same tokens again. Chapter 8."""
     for name, value in (("batch_size", batch_size), ("half", half), ("vocab_size", vocab_size)):
         check_positive_int(name, value)
+    _check_generator(generator)
     first = torch.randint(0, vocab_size, (batch_size, half), generator=generator)  # (B, half)
     return torch.cat([first, first], dim=1)  # (B, 2 * half)
+
+
+def _check_generator(generator: object) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
 
 
 @torch.no_grad()
 def per_position_loss(model: nn.Module, tokens: Tensor) -> Tensor:
     """Mean next-token cross-entropy (nats) at each position 0..T-2 of ``tokens`` (B, T): (T - 1,). Chapter 8."""
-    check_rank("tokens", tokens, 2, "(B, T) of token ids")
+    check_module("model", model)
+    vocab = getattr(getattr(model, "embedding", None), "num_embeddings", None)
+    check_token_ids("tokens", tokens, vocab, "(B, T) of token ids")
     was_training = model.training
     model.eval()
     logits = model(tokens[:, :-1])  # (B, T - 1, V)
@@ -62,7 +70,8 @@ def copy_losses(model: nn.Module, tokens: Tensor) -> tuple[float, float]:
     The prediction at position p is of token p + 1; the first token of each copy is skipped (the
     first is unpredictable, the second copy's first token follows nothing repeated yet).
     """
-    half = tokens.shape[1] // 2
+    check_module("model", model)
+    half = check_rank("tokens", tokens, 2, "(B, 2 * half)").shape[1] // 2
     loss = per_position_loss(model, tokens)  # (2 * half - 1,): loss[p] predicts token p + 1
     return float(loss[: half - 1].mean()), float(loss[half:].mean())
 
@@ -109,6 +118,8 @@ def varied_repeats(batch_size: int, length: int, vocab_size: int, generator: tor
     number of positions" does not solve it; finding the earlier occurrence of the current token
     and reading what followed it (an induction head) does.
     """
+    check_positive_int("batch_size", batch_size), check_positive_int("vocab_size", vocab_size)
+    _check_generator(generator)
     check_positive_int("length", length)
     if length < 8:
         raise ValueError(f"length must be at least 8 (room for two copies of 4 tokens), got {length}")

@@ -76,6 +76,8 @@ def phone_layout() -> bool:
 
 def smallest_text_px(fig: Figure) -> float:
     """The smallest font size of the figure's visible text, in CSS px at 100 px per inch."""
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
              if t.get_visible() and str(t.get_text()).strip()]
     return round(min(sizes) * 100 / 72, 1) if sizes else 0.0
@@ -234,6 +236,10 @@ class Control:
     high: float | None = None
     step: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind not in ("choice", "int", "float", "text"):
+            raise ValueError(f"kind must be one of 'choice', 'int', 'float' or 'text', got {self.kind!r:.40}")
+
 
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name:
@@ -343,6 +349,10 @@ class Explorer(FrameExplorer):
                  frames: dict[tuple[int, ...], bytes] | None, caption: str = "", dpi: int = 100,
                  phone_frames: dict[tuple[int, ...], bytes] | None = None, text_px: float = 0.0):
         self.specs = list(controls)
+        for i, c in enumerate(self.specs):
+            if not isinstance(c, Control):
+                raise TypeError(f"controls[{i}] must be a Control (use choice, int_slider, float_slider or text), "
+                                f"got {type(c).__name__}")
         book = [(c.name, [str(v) for v in c.book]) for c in self.specs if c.book]
         if not book:  # every control is live-only: the book shows the defaults as one frame
             book = [(self.specs[0].name, [str(self.specs[0].default)])]

@@ -18,7 +18,15 @@ from .charlm import CharVocab, lm_batch, load_corpus, train_val_ids
 from .model import EncoderBlock
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding
-from .validate import check_int, check_number, check_positive_int, check_rank
+from .validate import (
+    check_finite,
+    check_float_tensor,
+    check_int,
+    check_module,
+    check_number,
+    check_positive_int,
+    check_rank,
+)
 
 IGNORE = -100  # target of a position that is not scored (cross_entropy's ignore_index)
 
@@ -44,7 +52,7 @@ def bert_mask(ids: Tensor, vocab_size: int, mask_id: int, rate: float = 0.15,
     """
     check_rank("ids", ids, 2, "(B, T) of token ids")
     check_positive_int("vocab_size", vocab_size)
-    check_int("mask_id", mask_id, low=0)
+    check_int("mask_id", mask_id, low=vocab_size)  # [MASK] is an id of its own, after the characters
     check_number("rate", rate, 0.0, 1.0)
     chosen = torch.rand(ids.shape, generator=generator) < rate  # (B, T)
     action = torch.rand(ids.shape, generator=generator)  # (B, T): < 0.8 mask, < 0.9 random, else keep
@@ -96,6 +104,9 @@ class EncoderOnlyLM(nn.Module):
 
 def masked_loss(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean cross-entropy over the scored (chosen) positions only; targets IGNORE elsewhere. Chapter 12."""
+    check_finite("logits", check_float_tensor("logits", logits, 3, "(B, T, V)"), "a NaN logit makes the loss NaN")
+    if not bool((check_rank("targets", targets, 2, "(B, T)") != IGNORE).any()):
+        raise ValueError(f"targets must score at least one position, got only IGNORE={IGNORE} (the loss would be NaN)")
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
                                        ignore_index=IGNORE)
 
@@ -105,6 +116,8 @@ def train_mlm(recipe: dict[str, Any] | None = None, steps: int | None = None,
     """Train the masked-language model from scratch; return (model, log with the loss per step). Chapter 12."""
     from .training import TrainConfig, train
 
+    if recipe is not None and (not isinstance(recipe, dict) or set(MLM_RECIPE) - set(recipe)):
+        raise ValueError(f"recipe must be a dict with the keys {sorted(MLM_RECIPE)}, got {recipe!r:.60}")
     recipe = copy.deepcopy(recipe or MLM_RECIPE)
     if steps is not None:
         recipe["train"]["steps"] = check_positive_int("steps", steps)
@@ -130,7 +143,9 @@ def train_mlm(recipe: dict[str, Any] | None = None, steps: int | None = None,
 
 def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
     """The first n consecutive windows (n, block_size) of the validation ids. Chapter 12."""
-    check_positive_int("n", n)
+    check_positive_int("n", n), check_positive_int("block_size", block_size), check_rank("val_ids", val_ids, 1, "(N,)")
+    if len(val_ids) < block_size + 1:
+        raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
     n = min(n, (len(val_ids) - 1) // block_size)
     return val_ids[: n * block_size].reshape(n, block_size)  # (n, T)
 
@@ -138,6 +153,8 @@ def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
 @torch.no_grad()
 def masked_accuracy(model: EncoderOnlyLM, windows: Tensor, rate: float = 0.15, seed: int = 0) -> float:
     """Share of chosen positions (BERT's rule, seeded) predicted right (arg-max). Chapter 12."""
+    if not isinstance(model, EncoderOnlyLM):
+        raise TypeError(f"model must be an EncoderOnlyLM, got {type(model).__name__}")
     model.eval()
     inputs, targets = bert_mask(windows, model.vocab_size, model.mask_id, rate, torch.Generator().manual_seed(seed))
     scored = targets != IGNORE
@@ -147,6 +164,10 @@ def masked_accuracy(model: EncoderOnlyLM, windows: Tensor, rate: float = 0.15, s
 @torch.no_grad()
 def next_char_accuracy(model: nn.Module, val_ids: Tensor, block_size: int, n: int) -> float:
     """Share of positions of n validation windows where a causal LM's arg-max is the next character. Chapter 12."""
+    check_module("model", model)
+    check_positive_int("n", n), check_positive_int("block_size", block_size), check_rank("val_ids", val_ids, 1, "(N,)")
+    if len(val_ids) < block_size + 1:
+        raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
     model.eval()
     n = min(n, (len(val_ids) - 1) // block_size)
     idx = torch.arange(n)[:, None] * block_size + torch.arange(block_size)  # (n, T)

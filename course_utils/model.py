@@ -130,6 +130,8 @@ class PositionalScheme(nn.Module):
     def __init__(self, config: TransformerConfig, learned_std: float = 0.02,
                  kinds: tuple[str, ...] = ("encoder", "decoder", "cross")):
         super().__init__()
+        if not all(hasattr(config, a) for a in ("positional", "d_model", "n_heads", "max_len")):
+            raise TypeError(f"config must be a TransformerConfig or DecoderOnlyConfig, got {type(config).__name__}")
         c = config
         self.kind = c.positional
         self.table: nn.Module | None = None
@@ -173,6 +175,9 @@ class AttentionPositions:
     """Positions of the queries (B, T_q) and keys (B, T_k) of one attention, for RoPE, ALiBi or T5. Chapter 9."""
 
     def __init__(self, scheme: PositionalScheme, kind: str, q_pos: Tensor, k_pos: Tensor):
+        if not isinstance(scheme, PositionalScheme):
+            raise TypeError(f"scheme must be a PositionalScheme, got {type(scheme).__name__}")
+        check_rank("q_pos", q_pos, 2, "(B, T_q)"), check_rank("k_pos", k_pos, 2, "(B, T_k)")
         self.scheme, self.kind, self.q_pos, self.k_pos = scheme, kind, q_pos, k_pos
 
     def rotate(self, x: Tensor, positions: Tensor) -> Tensor:
@@ -218,6 +223,8 @@ def attend_with_bias(
     """``mha.attend_heads`` with an optional score bias (B or 1, h, T_q, T_k) added before the softmax. Chapter 9."""
     if bias is None:
         return mha.attend_heads(q, k, v, mask, need_weights)
+    check_float_tensor("bias", bias, 4, "(B or 1, h, T_q, T_k)")
+    check_broadcast("bias", bias.shape, (q.shape[0], q.shape[1], q.shape[2], k.shape[2]), "the scores (B, h, T_q, T_k)")
     # (B, h, T_q, d_k) x (B, h, d_k, T_k) -> (B, h, T_q, T_k), plus the bias
     scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias
     if mask is not None:
@@ -346,6 +353,7 @@ def cached_self_attention(
     """
     if cache is None:
         return attend(mha, x, x, mask, need_weights, rel)
+    check_int("layer", layer, 0, cache.n_layers - 1)
     q = mha.split_heads(mha.W_Q(x))  # (B, h, T_new, d_k)
     k = mha.split_heads(mha.W_K(x))  # (B, h, T_new, d_k)
     v = mha.split_heads(mha.W_V(x))  # (B, h, T_new, d_k)
@@ -682,6 +690,11 @@ class Transformer(nn.Module):
 # -- copying weights into PyTorch's modules (for equivalence checks) ------------------------------
 def copy_mha_weights(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
     """Copy W_Q, W_K, W_V, W_O into an nn.MultiheadAttention (inside torch.no_grad()). Chapter 5."""
+    if not isinstance(theirs, nn.MultiheadAttention) or theirs.embed_dim != mine.d_model:
+        raise ValueError(
+            f"theirs must be an nn.MultiheadAttention with embed_dim d_model={mine.d_model}, "
+            f"got a {type(theirs).__name__} with embed_dim {getattr(theirs, 'embed_dim', None)}"
+        )
     # PyTorch stacks W_Q, W_K, W_V into one (3 d_model, d_model) in_proj matrix
     theirs.in_proj_weight.copy_(torch.cat([mine.W_Q.weight, mine.W_K.weight, mine.W_V.weight]))
     theirs.in_proj_bias.copy_(torch.cat([mine.W_Q.bias, mine.W_K.bias, mine.W_V.bias]))
@@ -691,13 +704,26 @@ def copy_mha_weights(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) ->
 
 def copy_norm_weights(mine: nn.Module, theirs: nn.LayerNorm) -> None:
     """Copy gamma and beta of our LayerNorm into an nn.LayerNorm (inside torch.no_grad()). Chapter 5."""
-    assert isinstance(mine, LayerNorm)
+    if not isinstance(mine, LayerNorm):
+        raise TypeError(f"mine must be a course_utils.norm.LayerNorm, got {type(mine).__name__}")
+    if not isinstance(theirs, nn.LayerNorm) or tuple(theirs.weight.shape) != tuple(mine.gamma.shape):
+        raise ValueError(f"theirs must be an nn.LayerNorm of size d_model={mine.gamma.shape[0]}, "
+                         f"got a {type(theirs).__name__} ({' '.join(repr(theirs).split())[:60]})")
     theirs.weight.copy_(mine.gamma)
     theirs.bias.copy_(mine.beta)
 
 
 def copy_ffn_weights(mine: PositionwiseFeedForward, theirs: nn.Module) -> None:
     """Copy the FFN's two linear layers into a PyTorch layer's linear1/linear2 (inside torch.no_grad()). Chapter 5."""
+    if not all(isinstance(getattr(theirs, n, None), nn.Linear) for n in ("linear1", "linear2")):
+        raise TypeError(
+            f"theirs must have nn.Linear layers linear1 and linear2 (an nn.TransformerEncoderLayer), "
+            f"got {type(theirs).__name__}"
+        )
+    for name in ("linear1", "linear2"):
+        if getattr(theirs, name).weight.shape != getattr(mine, name).weight.shape:
+            raise ValueError(f"theirs.{name} must have shape {tuple(getattr(mine, name).weight.shape)}, "
+                             f"got {tuple(getattr(theirs, name).weight.shape)}")
     for name in ("linear1", "linear2"):
         getattr(theirs, name).weight.copy_(getattr(mine, name).weight)
         getattr(theirs, name).bias.copy_(getattr(mine, name).bias)

@@ -58,6 +58,8 @@ class ModernLMConfig:
             raise ValueError(f"d_model must be divisible by n_heads, got {self.d_model} and {self.n_heads}")
         if self.n_kv_heads is not None:
             check_positive_int("n_kv_heads", self.n_kv_heads)
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(f"n_kv_heads must divide n_heads={self.n_heads}, got {self.n_kv_heads}")
         check_choice("norm", self.norm, ("layernorm", "rmsnorm"))
         check_choice("ffn", self.ffn, ("relu", "swiglu"))
         check_choice("positional", self.positional, ("sinusoidal", "rope"))
@@ -129,6 +131,9 @@ class ModernBlock(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, rope: tuple[Tensor, Tensor] | None = None) -> Tensor:
         """x: (B, T, d_model) -> (B, T, d_model)."""
+        d_model = self.self_attn.d_model
+        if check_float_tensor("x", x, 3, "(B, T, d_model)").shape[-1] != d_model:
+            raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
         if self.norm_first:  # pre-norm: x + Sublayer(Norm(x))
             x = x + self.attention(self.norm1(x), mask, rope)
             return x + self.ffn(self.norm2(x))

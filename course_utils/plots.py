@@ -167,6 +167,8 @@ def retina_png(fig: Figure) -> tuple[bytes, dict[str, int]] | None:
     Used as the notebook's PNG formatter by :func:`book_style`: sharp on 2x screens at about
     the size of a plain full-colour PNG. Returns None for a figure with nothing drawn.
     """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     if not fig.axes and not fig.texts and not fig.images:
         return None
     buffer = io.BytesIO()

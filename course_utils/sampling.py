@@ -7,6 +7,8 @@ and the decoder-only ``gpt.generate`` (Chapter 8) both call :func:`filter_logits
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -14,7 +16,7 @@ from .validate import check_finite, check_positive_int, check_rank, check_tensor
 
 
 def _check_temperature(temperature: object) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < math.inf:
         raise ValueError(f"temperature must be a positive number (0 = greedy in generate), got {temperature!r}")
     return float(temperature)
 

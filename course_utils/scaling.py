@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from .charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, train_val_ids
 from .gpt import DecoderOnly, DecoderOnlyConfig
 from .training import TrainConfig, train
-from .validate import check_int, check_number, check_positive_int
+from .validate import check_finite, check_int, check_module, check_number, check_positive_int
 
 # Every run of the benchmark. Sizes: one training length, six widths/depths (d_ff = 4 d_model,
 # d_k = 16 or less). Lengths: the "base" size trained for several numbers of steps. Budgeted
@@ -52,6 +52,9 @@ SCALING_RECIPE: dict[str, Any] = {
 
 def build_sized_lm(vocab_size: int, size: dict[str, int], recipe: dict[str, Any] | None = None) -> DecoderOnly:
     """A fresh character LM of one size ({"d_model", "n_layers", "n_heads"}) of the recipe. Chapter 12."""
+    check_positive_int("vocab_size", vocab_size)
+    if not isinstance(size, dict) or {"d_model", "n_layers", "n_heads"} - set(size):
+        raise ValueError(f"size must be a dict with the keys ['d_model', 'n_heads', 'n_layers'], got {size!r:.60}")
     recipe = recipe or SCALING_RECIPE
     m = recipe["model"]
     config = DecoderOnlyConfig(
@@ -64,6 +67,7 @@ def build_sized_lm(vocab_size: int, size: dict[str, int], recipe: dict[str, Any]
 
 def non_embedding_params(model: nn.Module) -> int:
     """Parameters outside the token embedding, position table and output projection (Kaplan's N). Chapter 12."""
+    check_module("model", model)
     skip = ("embedding.", "pe.", "output_projection.")
     return sum(p.numel() for name, p in model.named_parameters() if not name.startswith(skip))
 
@@ -126,6 +130,8 @@ def fit_power_law(x: Any, y: Any) -> PowerLawFit:
     ys = torch.as_tensor(y, dtype=torch.float64).flatten()
     if xs.shape != ys.shape:
         raise ValueError(f"x and y must have the same length, got {xs.numel()} and {ys.numel()}")
+    check_finite("x", xs, "a power law is fitted to measured, finite values")
+    check_finite("y", ys, "a power law is fitted to measured, finite values")
     if xs.numel() < 3:
         raise ValueError(f"x must hold at least 3 points to fit a line with an uncertainty, got {xs.numel()}")
     if bool((xs <= 0).any()) or bool((ys <= 0).any()):

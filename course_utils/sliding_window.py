@@ -46,6 +46,12 @@ def windowed_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int,
     """Next-character cross-entropy in bits over consecutive blocks of val_ids, under a sliding window. Chapter 11."""
     check_rank("val_ids", val_ids, 1, "(N,) token ids")
     check_positive_int("block_size", block_size)
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
+    if block_size > model.config.max_len:
+        raise ValueError(f"block_size must be at most {model.config.max_len} (the model's max_len), got {block_size}")
+    if len(val_ids) < block_size + 1:
+        raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
     model.eval()
     mask = causal_mask(block_size) if window is None else sliding_window_mask(block_size, window)
     n = min(max_windows, (len(val_ids) - 1) // block_size)

@@ -121,6 +121,9 @@ def ensure_workspace(out: Path = WORKSPACE, chapters: Path = CHAPTERS) -> list[P
 
     Existing copies hold the learner's work and are left exactly as they are.
     """
+    if not Path(chapters).is_dir():
+        raise FileNotFoundError(f"chapters must be the folder of the course's notebooks, got {Path(chapters)}, "
+                                f"which is not a folder")
     made = []
     for src in sorted(Path(chapters).glob("*.ipynb")):
         dst = Path(out) / src.name
@@ -200,6 +203,9 @@ def show_solution(exercise: str, chapters: Path = CHAPTERS) -> None:
 
 def checker_of(source: str, chapter_module: str) -> object:
     """The checker a solution cell calls last (its ``.exercise`` is the exercise id). Used by the tests."""
+    if not isinstance(source, str) or not isinstance(chapter_module, str):
+        bad_name, bad = ("source", source) if not isinstance(source, str) else ("chapter_module", chapter_module)
+        raise TypeError(f"{bad_name} must be a str, got {type(bad).__name__}")
     calls = re.findall(r"^(check_\w+)\(", source, flags=re.MULTILINE)
     if not calls:
         raise ValueError("the solution cell calls no check_... function")

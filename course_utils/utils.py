@@ -67,7 +67,9 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 def power_of_ten(x: float) -> str:
     """A tolerance as people write it: 1e-05 -> "10⁻⁵"; other numbers as Python's ``g`` format. Chapter 1."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"x must be a positive number, got {type(x).__name__} {x!r:.40}")
+    if not 0 < x < math.inf:
         raise ValueError(f"x must be a positive number, got {x!r}")
     exponent = round(math.log10(x))
     if math.isclose(x, 10.0**exponent, rel_tol=1e-9):

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from .model import EncoderBlock
 from .norm import LayerNorm
-from .validate import check_float_tensor, check_int, check_positive_int, check_rank
+from .validate import check_finite, check_float_tensor, check_int, check_module, check_positive_int, check_rank
 
 # The chapter's ViT and its training: about 15 s of one CPU thread (benchmarks/vit_digits.py measures it).
 # Patches of 4 x 4 pixels (4 tokens): in one run each, 2 x 2 patches (16 tokens) reached 96.4 % test accuracy
@@ -114,6 +114,7 @@ def mlp_baseline(hidden: int, depth: int = 2, n_inputs: int = 64, n_classes: int
 
 def count_params(model: nn.Module) -> int:
     """Number of trainable parameters. Chapter 12."""
+    check_module("model", model)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -129,6 +130,10 @@ def matched_mlp(target_params: int, depth: int = 2) -> nn.Sequential:
 
 def random_shift(images: Tensor, shift: int, generator: torch.Generator | None = None) -> Tensor:
     """Each image (B, H, W) moved by a random whole number of pixels in [-shift, shift] per axis, zeros filled in."""
+    check_float_tensor("images", images, 3, "(B, H, W)")
+    shift = check_int("shift", shift, low=0, high=min(images.shape[1:]) - 1)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     if shift == 0:
         return images
     B, H, W = images.shape
@@ -143,13 +148,24 @@ def random_shift(images: Tensor, shift: int, generator: torch.Generator | None =
 @torch.no_grad()
 def accuracy(model: nn.Module, images: Tensor, labels: Tensor) -> float:
     """Share of images whose arg-max class is the label. Chapter 12."""
+    check_module("model", model)
+    check_finite("images", check_float_tensor("images", images), "pixel values are finite")
+    if check_rank("labels", labels, 1, "(N,)").shape[0] != images.shape[0] or labels.dtype.is_floating_point:
+        raise ValueError(f"labels must be N={images.shape[0]} integer class ids, "
+                         f"got {labels.shape[0]} ({labels.dtype})")
     model.eval()
-    return float((model(images).argmax(-1) == labels).float().mean())
+    logits = model(images)  # (N, n_classes)
+    if int(labels.min()) < 0 or int(labels.max()) >= logits.shape[-1]:
+        raise ValueError(f"labels must be class ids in [0, {logits.shape[-1]}), got min {int(labels.min())} "
+                         f"and max {int(labels.max())}")
+    return float((logits.argmax(-1) == labels).float().mean())
 
 
 def train_classifier(model: nn.Module, recipe: dict[str, Any] | None = None,
                      data: tuple[Tensor, Tensor, Tensor, Tensor] | None = None) -> dict[str, Any]:
     """Train ``model`` on the digits with the recipe (AdamW, warm-up + cosine); return the scores. Chapter 12."""
+    check_module("model", model)
+    _check_vit_recipe(recipe)
     recipe = copy.deepcopy(recipe or VIT_RECIPE)
     t = recipe["train"]
     x_train, y_train, x_test, y_test = data or load_digits_split(recipe["test_size"], recipe["seed"])
@@ -175,8 +191,14 @@ def train_classifier(model: nn.Module, recipe: dict[str, Any] | None = None,
             "params": count_params(model), "cpu_seconds": cpu, "wall_seconds": wall}
 
 
+def _check_vit_recipe(recipe: object) -> None:
+    if recipe is not None and (not isinstance(recipe, dict) or set(VIT_RECIPE) - set(recipe)):
+        raise ValueError(f"recipe must be a dict with the keys {sorted(VIT_RECIPE)}, got {recipe!r:.60}")
+
+
 def build_vit(recipe: dict[str, Any] | None = None) -> VisionTransformer:
     """The chapter's ViT with the recipe's model settings, seeded. Chapter 12."""
+    _check_vit_recipe(recipe)
     recipe = recipe or VIT_RECIPE
     torch.manual_seed(recipe["seed"])
     return VisionTransformer(**recipe["model"])

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from ..charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, train_val_ids
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..training import Callback, TrainHistory
+from ..validate import check_positive_int, check_rank
 from .core import Recipe, Run, asset_path, check_recipe, load, read_checkpoint, run
 
 CHARLM_CHECKPOINT = "charlm_shakespeare.pt"
@@ -49,6 +50,16 @@ class ValidationBitsPerChar(Callback):
     """Validation bits per character every ``every`` steps and at the last one (on 128 windows). Chapter 8."""
 
     def __init__(self, val_ids: Tensor, block_size: int, every: int, last: int):
+        check_rank("val_ids", val_ids, 1, "(N,) token ids")
+        if val_ids.dtype.is_floating_point or val_ids.dtype == torch.bool:
+            raise TypeError(f"val_ids must hold integer token ids, got dtype {val_ids.dtype}")
+        block_size, every, last = (
+            check_positive_int(n, v) for n, v in (("block_size", block_size), ("every", every), ("last", last))
+        )
+        if val_ids.numel() < block_size + 1:
+            raise ValueError(
+                f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {val_ids.numel()}"
+            )
         self.val_ids, self.block_size, self.every, self.last = val_ids, block_size, every, last
         self.steps: list[int] = []
         self.bits: list[float] = []
@@ -84,4 +95,6 @@ def load_charlm(path: Any = None) -> tuple[DecoderOnly, dict[str, Any]]:
     """(the shipped character LM in eval mode, its training log with its recipe). Chapter 8."""
     path = asset_path(CHARLM_CHECKPOINT) if path is None else path
     data = read_checkpoint(path)
+    if data["kind"] != "decoder_only":
+        raise ValueError(f"path must hold a DecoderOnly character LM, got a {data['kind']!r} checkpoint")
     return load(path), {**data["results"], "recipe": data["recipe"]}

@@ -227,7 +227,9 @@ def load_asset(name: str) -> Any:
 
 def stored_recipe(path: Path | str) -> Any:
     """The recipe stored in a shipped file (``None`` if it stores none)."""
-    path = Path(path)
+    path = _check_path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found at {path.name}")
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
     else:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..scaling import SCALING_RECIPE
+from ..validate import check_callable
 from ..vit import VIT_RECIPE
 from .ablations import ABLATIONS_FILE, ablations_recipe
 from .charlm import CHARLM_CHECKPOINT, CHARLM_RECIPE
@@ -81,6 +82,7 @@ def differences(stored: Any, code: Any, where: str = "recipe") -> list[str]:
 
 def check_one(name: str, code_recipe: Callable[[], Any], assets: Path = ASSETS) -> str:
     """``"fresh"`` or ``"stale: <what differs>"`` for the shipped file ``name``."""
+    check_callable("code_recipe", code_recipe, "a function that returns the code's recipe")
     path = Path(assets) / name
     if not path.exists():
         return "stale: the file is missing"
@@ -97,4 +99,8 @@ def check_one(name: str, code_recipe: Callable[[], Any], assets: Path = ASSETS) 
 def check(registry: Mapping[str, Callable[[], Any]] | None = None, assets: Path = ASSETS) -> dict[str, str]:
     """{file name: "fresh" or "stale: ..."} for every registered shipped result."""
     registry = REGISTRY if registry is None else registry
+    if not isinstance(registry, Mapping):
+        raise TypeError(f"registry must be a dict of file name -> recipe function, got {type(registry).__name__}")
+    for name, fn in registry.items():
+        check_callable(f"registry[{name!r}]", fn, "a function that returns the code's recipe")
     return {name: check_one(name, fn, assets) for name, fn in registry.items()}

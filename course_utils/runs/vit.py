@@ -22,6 +22,10 @@ VIT_FILE = "vit_digits.pt"
 def save_vit(model: VisionTransformer, result: dict[str, Any], recipe: dict[str, Any] | None = None,
              path: Path | str | None = None) -> Path:
     """Write the trained ViT: its weights, the recipe that made it and its scores. Chapter 12."""
+    if not isinstance(model, VisionTransformer):
+        raise TypeError(f"model must be a VisionTransformer, got {type(model).__name__}")
+    if not isinstance(result, dict):
+        raise TypeError(f"result must be a dict, got {type(result).__name__}")
     recipe = copy.deepcopy(recipe or VIT_RECIPE)
     path = asset_path(VIT_FILE) if path is None else Path(path)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
