@@ -449,25 +449,37 @@ wrong("3.4", c3.check_masked_stats, "per feature", lambda x, k: (x[k].mean().exp
 wrong("3.4", c3.check_masked_stats, INPLACE, stats_inplace)
 
 
-# ================================================================ 4.1 causal mask
-def causal_inplace_free_loop(T):
+# ================================================================ 4.1 sliding-window causal mask
+def window_loop(T, w):
     m = torch.zeros(1, 1, T, T, dtype=torch.bool)
     for i in range(T):
-        m[0, 0, i, : i + 1] = True
+        m[0, 0, i, max(0, i - w + 1) : i + 1] = True
     return m
 
 
-right("4.1", c4.check_causal_mask, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T))
-right("4.1", c4.check_causal_mask, causal_inplace_free_loop)
-right("4.1", c4.check_causal_mask, lambda T: (torch.arange(T)[None, :] <= torch.arange(T)[:, None])[None, None])
-wrong("4.1", c4.check_causal_mask, "upper-triangular", lambda T: torch.ones(T, T, dtype=torch.bool).triu().view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "diagonal is masked",
-      lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1).view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "inverted", lambda T: torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "Add batch and head dimensions", lambda T: torch.ones(T, T, dtype=torch.bool).tril())
-wrong("4.1", c4.check_causal_mask, "not torch.bool", lambda T: torch.ones(T, T).tril().view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "masks nothing", lambda T: torch.ones(1, 1, T, T, dtype=torch.bool))
-wrong("4.1", c4.check_causal_mask, "should have shape", lambda T: torch.ones(5, 5, dtype=torch.bool).tril().view(1, 1, 5, 5))
+def window_tri(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.tril() & ~full.tril(-w)).view(1, 1, T, T)
+
+
+def window_dist(T, w):
+    return torch.arange(T)[:, None] - torch.arange(T)[None, :]  # (T, T): query minus key position
+
+
+right("4.1", c4.check_window_mask, window_tri)
+right("4.1", c4.check_window_mask, window_loop)
+right("4.1", c4.check_window_mask, lambda T, w: ((window_dist(T, w) >= 0) & (window_dist(T, w) < w))[None, None])
+right("4.1", c4.check_window_mask, lambda T, w: torch.ones(T, T, dtype=torch.bool).tril().triu(-(w - 1)).view(1, 1, T, T))
+wrong("4.1", c4.check_window_mask, "plain causal mask", lambda T, w: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T))
+wrong("4.1", c4.check_window_mask, "sees w + 1 keys", lambda T, w: ((window_dist(T, w) >= 0) & (window_dist(T, w) <= w))[None, None])
+wrong("4.1", c4.check_window_mask, "only w - 1 keys", lambda T, w: ((window_dist(T, w) >= 0) & (window_dist(T, w) < w - 1))[None, None])
+wrong("4.1", c4.check_window_mask, "looks into the future", lambda T, w: window_tri(T, w).transpose(-2, -1))
+wrong("4.1", c4.check_window_mask, "centred on the query", lambda T, w: (window_dist(T, w).abs() <= w // 2)[None, None])
+wrong("4.1", c4.check_window_mask, "diagonal is masked", lambda T, w: ((window_dist(T, w) > 0) & (window_dist(T, w) <= w))[None, None])
+wrong("4.1", c4.check_window_mask, "inverted", lambda T, w: ~window_tri(T, w))
+wrong("4.1", c4.check_window_mask, "Add batch and head dimensions", lambda T, w: window_tri(T, w)[0, 0])
+wrong("4.1", c4.check_window_mask, "not torch.bool", lambda T, w: window_tri(T, w).float())
+wrong("4.1", c4.check_window_mask, "should have shape", lambda T, w: window_tri(8, w))
 
 
 # ================================================================ 4.2 padding mask
@@ -832,7 +844,6 @@ wrong("3.1", c3.check_layer_norm, "forget eps", ln(fixed_eps=0.0))
 wrong("3.1", c3.check_layer_norm, "not over the whole tensor",
       lambda x, g, b, eps: g * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + b)
 wrong("3.4", c3.check_masked_stats, "order (mean, var)", lambda x, k: stats_ref(x, k)[::-1])
-wrong("4.1", c4.check_causal_mask, "shifted by one", lambda T: torch.ones(T, T, dtype=torch.bool).tril(1).view(1, 1, T, T))
 wrong("4.4", c4.check_masked_softmax, "not by the sum over the whole tensor",
       lambda s, m: (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()))
 wrong("5.4", c5.check_embed, "indexed by token id", lambda t, e, pe: e(t) * math.sqrt(e.embedding_dim) + pe[t])
@@ -1055,7 +1066,6 @@ wrong("10.3", c10.check_steps_to_threshold, "Use the window argument",
 GENERIC = "differs from the reference"
 wrong("1.1", c1.check_softmax, GENERIC, lambda x: sm_max(x * 1.01))
 wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: (2.0 ** (-8.0 / n)) ** (torch.arange(1, n + 1) + 0.5))
-wrong("4.1", c4.check_causal_mask, GENERIC, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
-      & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
+wrong("4.1", c4.check_window_mask, GENERIC, lambda T, w: window_tri(T, w) & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
 wrong("5.2", c5.check_mqa_layer_params, GENERIC, lambda d, h, f: mqa_ok(d, h, f) + 1)
 wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)

@@ -7,55 +7,73 @@ import torch
 from torch import nn
 
 from course_utils.exercises.ch04_masking import (
-    check_causal_mask,
     check_mask_experiment,
     check_masked_softmax,
     check_padding_mask,
+    check_window_mask,
 )
 from course_utils.masks import causal_mask
 from course_utils.model import EncoderBlock
 
 # ----- reference solutions and realistic mistakes ---------------------------------------------
 
-def causal_ok(T):
+def window_ok(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.tril() & ~full.tril(-w)).view(1, 1, T, T)
+
+
+def window_by_distance(T, w):
+    d = torch.arange(T).view(T, 1) - torch.arange(T).view(1, T)  # (T, T): query minus key position
+    return ((d >= 0) & (d < w)).view(1, 1, T, T)
+
+
+def window_plain_causal(T, w):
     return torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
 
 
-def causal_upper(T):
-    return torch.ones(T, T, dtype=torch.bool).triu().view(1, 1, T, T)
+def window_one_too_wide(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.tril() & ~full.tril(-w - 1)).view(1, 1, T, T)
 
 
-def causal_no_diag(T):
-    return torch.ones(T, T, dtype=torch.bool).tril(-1).view(1, 1, T, T)
+def window_future(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.triu() & ~full.triu(w)).view(1, 1, T, T)
 
 
-def causal_inverted(T):
-    return torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T)
+def window_inverted(T, w):
+    return ~window_ok(T, w)
 
 
-def causal_2d(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
+def window_2d(T, w):
+    return window_ok(T, w)[0, 0]
 
 
-def causal_float(T):
-    return torch.ones(1, 1, T, T).tril()
+def window_float(T, w):
+    return window_ok(T, w).float()
 
 
 @pytest.mark.parametrize("fn,hint", [
-    (causal_upper, "upper-triangular"),
-    (causal_no_diag, "diagonal is masked"),
-    (causal_inverted, "inverted"),
-    (causal_2d, "Add batch and head dimensions"),
-    (causal_float, "float 0/1"),
+    (window_plain_causal, "plain causal mask"),
+    (window_one_too_wide, "sees w + 1 keys"),
+    (window_future, "looks into the future"),
+    (window_inverted, "inverted"),
+    (window_2d, "Add batch and head dimensions"),
+    (window_float, "float 0/1"),
 ])
-def test_causal_checker_names_mistake(fn, hint: str, capsys) -> None:
-    result = check_causal_mask(fn)
+def test_window_checker_names_mistake(fn, hint: str, capsys) -> None:
+    result = check_window_mask(fn)
     assert not result.passed and hint in result.message
     assert hint in capsys.readouterr().out
 
 
-def test_causal_checker_passes_reference() -> None:
-    assert check_causal_mask(causal_ok).passed
+@pytest.mark.parametrize("fn", [window_ok, window_by_distance])
+def test_window_checker_passes_right_answers(fn) -> None:
+    assert check_window_mask(fn).passed
+
+
+def test_window_mask_with_a_wide_window_is_the_causal_mask() -> None:
+    assert torch.equal(window_ok(6, 6), causal_mask(6)) and torch.equal(window_ok(6, 9), causal_mask(6))
 
 
 def pad_ok(tokens, pad_id):
@@ -146,7 +164,7 @@ def test_masked_softmax_checker_passes_reference() -> None:
 
 
 def test_checker_reports_crash_without_traceback() -> None:
-    result = check_causal_mask(lambda T: torch.ones(T, T)[T])
+    result = check_window_mask(lambda T, w: torch.ones(T, T)[T])
     assert not result.passed and "raised IndexError" in result.message
 
 

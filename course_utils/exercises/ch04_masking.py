@@ -45,33 +45,48 @@ def _expect_equal_mask(got: Tensor, want: Tensor, what: str, mistakes: dict[str,
     )
 
 
-@checker("4.1", "causal mask")
-def check_causal_mask(fn: Callable[[int], Tensor]) -> str:
-    """Check ``fn(T)`` returns the (1, 1, T, T) boolean causal keep-mask."""
-    for T in (5, 8, 2, 1):  # larger T first: at T = 1 several mistakes look alike
-        got = call_student(fn, T, what="your causal_mask")
-        got = expect_tensor(got, f"causal_mask({T})")
-        want = causal_mask(T)
+def _window_reference(T: int, w: int) -> Tensor:
+    """Keep-mask (1, 1, T, T): query i sees keys i-w+1 .. i (its w most recent positions, itself included)."""
+    i = torch.arange(T).view(T, 1)  # (T, 1) query positions
+    j = torch.arange(T).view(1, T)  # (1, T) key positions
+    return ((j <= i) & (j > i - w)).view(1, 1, T, T)  # (T, T) -> (1, 1, T, T)
+
+
+@checker("4.1", "sliding-window causal mask")
+def check_window_mask(fn: Callable[[int, int], Tensor]) -> str:
+    """Check ``fn(T, w)`` returns the (1, 1, T, T) boolean keep-mask of causal attention over a window of w keys."""
+    # larger T and a window narrower than T first: at w >= T the window is the plain causal mask
+    for T, w in ((8, 3), (6, 2), (7, 1), (5, 5), (4, 9), (1, 1)):
+        what = f"window_mask({T}, {w})"
+        got = expect_tensor(call_student(fn, T, w, what="your window_mask"), what)
         if tuple(got.shape) != (1, 1, T, T):
             hint = ""
             if tuple(got.shape) == (T, T):
                 hint = " Add batch and head dimensions with .view(1, 1, T, T) so it broadcasts against (B, h, T, T)."
-            raise CheckFailed(f"causal_mask({T}) should have shape (1, 1, {T}, {T}), got {tuple(got.shape)}.{hint}")
-        got = _expect_bool(got, f"causal_mask({T})")
+            raise CheckFailed(f"{what} should have shape (1, 1, {T}, {T}), got {tuple(got.shape)}.{hint}")
+        got = _expect_bool(got, what)
+        want = _window_reference(T, w)
         full = torch.ones(T, T, dtype=torch.bool)
-        _expect_equal_mask(got, want, f"causal_mask({T})", {
-            "It is upper-triangular: query i may see keys 0..i (the past), so keep the lower triangle (tril).":
-                full.triu().view(1, 1, T, T),
-            "The diagonal is masked: a position may attend to itself. Use tril() with diagonal=0.":
-                full.tril(-1).view(1, 1, T, T),
-            f"It is inverted: True marks the future here. {_CONVENTION}":
-                full.triu(1).view(1, 1, T, T),
-            "It masks nothing: every query sees the future. Keep only the lower triangle (tril).":
-                full.view(1, 1, T, T),
-            "It is shifted by one: each query also sees the next key. Use tril() with diagonal=0, not 1.":
-                full.tril(1).view(1, 1, T, T),
+
+        def band(low: int, high: int, full: Tensor = full) -> Tensor:  # keys i+low .. i+high, (1, 1, T, T)
+            return (full.tril(high) & ~full.tril(low - 1)).unsqueeze(0).unsqueeze(0)
+
+        _expect_equal_mask(got, want, what, {
+            "It keeps every past key: this is the plain causal mask. Also drop the keys more than w - 1 "
+            "positions back (a second triangle, e.g. tril() & ~tril(-w)).": causal_mask(T),
+            "Each query sees w + 1 keys: the window holds w keys, the query's own position included "
+            "(keys i - w + 1 .. i), so cut at tril(-w), not tril(-w - 1).": band(-w, 0),
+            "Each query sees only w - 1 keys: the window holds w keys, the query's own position included "
+            "(keys i - w + 1 .. i), so cut at tril(-w), not tril(-w + 1).": band(-w + 2, 0),
+            "The window looks into the future: query i may see keys i - w + 1 .. i, never a key after i.":
+                band(0, w - 1),
+            "The window is centred on the query and so sees the future: a causal window ends at the query "
+            "(keys i - w + 1 .. i).": band(-(w // 2), w // 2),
+            f"It is inverted: True marks the keys outside the window here. {_CONVENTION}": ~want,
+            "The diagonal is masked: a position may attend to itself, and it is one of its w keys.":
+                band(-w, -1),
         })
-    return "Lower triangle including the diagonal, shape (1, 1, T, T)."
+    return "Each query sees itself and the w - 1 keys before it, never the future; shape (1, 1, T, T)."
 
 
 @checker("4.2", "padding mask")
