@@ -334,36 +334,39 @@ wrong("2.4", c2.check_alibi_slopes, "should have shape", lambda n: torch.tensor(
 wrong("2.4", c2.check_alibi_slopes, "should be a torch.Tensor", lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)])
 
 
-# ================================================================ 3.1 layer norm
-def ln(dim=-1, unbiased=False, eps_out=False, affine=True, swap=False, fixed_eps=None, no_sqrt=False, inplace=False):
-    def layer_norm(x, gamma, beta, eps):
+# ================================================================ 3.1 RMS norm
+def rms(dim=-1, centre=False, eps_out=False, affine=True, fixed_eps=None, no_sqrt=False, use_sum=False, inplace=False):
+    def rms_norm(x, gamma, eps):
         e = eps if fixed_eps is None else fixed_eps
-        mean = x.mean(dim, keepdim=True)
-        var = x.var(dim, keepdim=True, unbiased=unbiased)
+        if centre:
+            x = x - x.mean(dim, keepdim=True)
+        sq = x.pow(2).sum(dim, keepdim=True) if use_sum else x.pow(2).mean(dim, keepdim=True)
         if inplace:
-            x -= mean
-            y = x / (var + e).sqrt()
+            x /= (sq + e).sqrt()
+            y = x
         elif no_sqrt:
-            y = (x - mean) / (var + e)
+            y = x / (sq + e)
         else:
-            y = (x - mean) / (var.sqrt() + e if eps_out else (var + e).sqrt())
-        if swap:
-            return beta * y + gamma
-        return gamma * y + beta if affine else y
+            y = x / (sq.sqrt() + e if eps_out else (sq + e).sqrt())
+        return gamma * y if affine else y
 
-    return layer_norm
+    return rms_norm
 
 
-right("3.1", c3.check_layer_norm, ln())
-right("3.1", c3.check_layer_norm, lambda x, g, b, eps: F.layer_norm(x, x.shape[-1:], g, b, eps))
-wrong("3.1", c3.check_layer_norm, "eps inside the sqrt", ln(eps_out=True))
-wrong("3.1", c3.check_layer_norm, "biased variance", ln(unbiased=True))
-wrong("3.1", c3.check_layer_norm, "forget gamma and beta", ln(affine=False))
-wrong("3.1", c3.check_layer_norm, "not over the batch", ln(dim=0))
-wrong("3.1", c3.check_layer_norm, "gamma and beta are swapped", ln(swap=True))
-wrong("3.1", c3.check_layer_norm, "Use the eps argument", ln(fixed_eps=1e-5))
-wrong("3.1", c3.check_layer_norm, "not by the variance", ln(no_sqrt=True))
-wrong("3.1", c3.check_layer_norm, INPLACE, ln(inplace=True))
+right("3.1", c3.check_rms_norm, rms())
+right("3.1", c3.check_rms_norm, lambda x, g, eps: F.rms_norm(x, x.shape[-1:], g, eps))
+right("3.1", c3.check_rms_norm, lambda x, g, eps: g * x * torch.rsqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.shape[-1] + eps))
+wrong("3.1", c3.check_rms_norm, "does not subtract the mean", rms(centre=True))
+wrong("3.1", c3.check_rms_norm, "does not subtract the mean", lambda x, g, eps: F.layer_norm(x, x.shape[-1:], g, None, eps))
+wrong("3.1", c3.check_rms_norm, "eps inside the sqrt", rms(eps_out=True))
+wrong("3.1", c3.check_rms_norm, "forget gamma", rms(affine=False))
+wrong("3.1", c3.check_rms_norm, "not over the batch", rms(dim=0))
+wrong("3.1", c3.check_rms_norm, "not their sum", rms(use_sum=True))
+wrong("3.1", c3.check_rms_norm, "Use the eps argument", rms(fixed_eps=1e-5))
+wrong("3.1", c3.check_rms_norm, "forget eps", rms(fixed_eps=0.0))
+wrong("3.1", c3.check_rms_norm, "not by the mean square itself", rms(no_sqrt=True))
+wrong("3.1", c3.check_rms_norm, "not by its standard deviation", lambda x, g, eps: g * x / (x.var(-1, keepdim=True, unbiased=False) + eps).sqrt())
+wrong("3.1", c3.check_rms_norm, INPLACE, rms(inplace=True))
 
 
 # ================================================================ 3.2 residual sublayer
@@ -840,9 +843,7 @@ wrong("1.2", c1.check_scaled_attention, "order (output, weights)", att_swapped)
 wrong("1.2", c1.check_scaled_attention, "mask was ignored", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v))
 wrong("1.4", c1.check_mha, "order (output, weights)", lambda d, h: MHASwapped(d, h))
 wrong("1.4", c1.check_mha, "mask was ignored", lambda d, h: MHANoMask(d, h))
-wrong("3.1", c3.check_layer_norm, "forget eps", ln(fixed_eps=0.0))
-wrong("3.1", c3.check_layer_norm, "not over the whole tensor",
-      lambda x, g, b, eps: g * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + b)
+wrong("3.1", c3.check_rms_norm, "not over the whole tensor", lambda x, g, eps: g * x / (x.pow(2).mean() + eps).sqrt())
 wrong("3.4", c3.check_masked_stats, "order (mean, var)", lambda x, k: stats_ref(x, k)[::-1])
 wrong("4.4", c4.check_masked_softmax, "not by the sum over the whole tensor",
       lambda s, m: (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()))
