@@ -513,27 +513,32 @@ wrong("4.3", c4.check_mask_experiment, "really drop the mask", "lower", lambda c
 wrong("4.3", c4.check_mask_experiment, "not one of the choices", "smaller", next_token)
 
 
-# ================================================================ 4.4 masked softmax
-def msm_ref(s, m):
-    s = s.masked_fill(~m, float("-inf")).masked_fill(~m.any(-1, keepdim=True), 0.0)
-    return torch.softmax(s, -1).masked_fill(~m, 0.0)
+# ================================================================ 4.4 softmax with an additive mask
+def add_ref(s, b):
+    z = s + b
+    empty = torch.isneginf(z).all(-1, keepdim=True)
+    return torch.softmax(z.masked_fill(empty, 0.0), -1).masked_fill(empty, 0.0)
 
 
-def msm_nan_to_num(s, m):
-    return torch.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0)
+def add_manual(s, b):
+    z = s + b
+    m = z.amax(-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # an all -inf row: subtract 0, not -inf
+    e = (z - m).exp()
+    return e / e.sum(-1, keepdim=True).clamp_min(1e-30)
 
 
-right("4.4", c4.check_masked_softmax, msm_ref)
-right("4.4", c4.check_masked_softmax, msm_nan_to_num)
-wrong("4.4", c4.check_masked_softmax, "returns NaN", lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -1))
-wrong("4.4", c4.check_masked_softmax, "not uniform", lambda s, m: torch.softmax(s.masked_fill(~m, -1e9), -1))
-wrong("4.4", c4.check_masked_softmax, "inverted", lambda s, m: msm_nan_to_num(s, ~m))
-wrong("4.4", c4.check_masked_softmax, "set to 0, not -inf", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), -1))
-wrong("4.4", c4.check_masked_softmax, "not renormalised", lambda s, m: torch.softmax(s, -1).masked_fill(~m, 0.0))
-wrong("4.4", c4.check_masked_softmax, "wrong dimension",
-      lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -2).nan_to_num(0.0).masked_fill(~m, 0.0))
-wrong("4.4", c4.check_masked_softmax, "mask was ignored", lambda s, m: torch.softmax(s, -1))
-wrong("4.4", c4.check_masked_softmax, INPLACE, lambda s, m: msm_ref(s.masked_fill_(~m, -1e9), m))
+right("4.4", c4.check_additive_softmax, add_ref)
+right("4.4", c4.check_additive_softmax, lambda s, b: torch.softmax(s + b, -1).nan_to_num(0.0))
+right("4.4", c4.check_additive_softmax, add_manual)
+wrong("4.4", c4.check_additive_softmax, "returns NaN", lambda s, b: torch.softmax(s + b, -1))
+wrong("4.4", c4.check_additive_softmax, "not uniform", lambda s, b: torch.softmax((s + b).clamp_min(-1e9), -1))
+wrong("4.4", c4.check_additive_softmax, "not a keep-mask", lambda s, b: add_ref(s.masked_fill(b != 0, float("-inf")), 0.0))
+wrong("4.4", c4.check_additive_softmax, "Add the bias to the scores", lambda s, b: add_ref(s.masked_fill(b.isinf(), float("-inf")), 0.0))
+wrong("4.4", c4.check_additive_softmax, "not renormalised", lambda s, b: torch.softmax(s, -1) * b.exp())
+wrong("4.4", c4.check_additive_softmax, "wrong dimension", lambda s, b: torch.softmax(s + b, -2).nan_to_num(0.0))
+wrong("4.4", c4.check_additive_softmax, "bias was ignored", lambda s, b: torch.softmax(s, -1))
+wrong("4.4", c4.check_additive_softmax, INPLACE, lambda s, b: add_ref(s.add_(b), 0.0))
 
 
 # ================================================================ 5.1 FFN
@@ -845,8 +850,7 @@ wrong("1.4", c1.check_mha, "order (output, weights)", lambda d, h: MHASwapped(d,
 wrong("1.4", c1.check_mha, "mask was ignored", lambda d, h: MHANoMask(d, h))
 wrong("3.1", c3.check_rms_norm, "not over the whole tensor", lambda x, g, eps: g * x / (x.pow(2).mean() + eps).sqrt())
 wrong("3.4", c3.check_masked_stats, "order (mean, var)", lambda x, k: stats_ref(x, k)[::-1])
-wrong("4.4", c4.check_masked_softmax, "not by the sum over the whole tensor",
-      lambda s, m: (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()))
+wrong("4.4", c4.check_additive_softmax, "not by the sum over the whole tensor", lambda s, b: (lambda e: e / e.sum())((s + b).exp()))
 wrong("5.4", c5.check_embed, "indexed by token id", lambda t, e, pe: e(t) * math.sqrt(e.embedding_dim) + pe[t])
 wrong("7.1", c7.check_alignment_score, "not by B * T_q", lambda w, lengths: align_ref(w, lengths) * lengths.sum() / (w.shape[0] * w.shape[2]))
 wrong("7.1", c7.check_alignment_score, "not by the batch size", lambda w, lengths: align_ref(w, lengths) * lengths.sum() / w.shape[0])

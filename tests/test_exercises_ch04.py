@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from course_utils.exercises.ch04_masking import (
+    check_additive_softmax,
     check_mask_experiment,
-    check_masked_softmax,
     check_padding_mask,
     check_window_mask,
 )
@@ -121,46 +121,65 @@ def test_padding_checker_passes_reference() -> None:
     assert check_padding_mask(pad_ok).passed
 
 
-def softmax_ok(scores, mask):
-    any_kept = mask.any(dim=-1, keepdim=True)
-    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
-    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+def additive_ok(scores, bias):
+    z = scores + bias
+    empty = torch.isneginf(z).all(dim=-1, keepdim=True)
+    return torch.softmax(z.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
 
 
-def softmax_nan(scores, mask):
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+def additive_nan_to_num(scores, bias):
+    return torch.softmax(scores + bias, dim=-1).nan_to_num(0.0)
 
 
-def softmax_big_negative(scores, mask):
-    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+def additive_nan(scores, bias):
+    return torch.softmax(scores + bias, dim=-1)
 
 
-def softmax_inverted(scores, mask):
-    return softmax_ok(scores, ~mask)
+def additive_clamped(scores, bias):
+    return torch.softmax((scores + bias).clamp_min(-1e9), dim=-1)
 
 
-def softmax_zero_fill(scores, mask):
-    return torch.softmax(scores.masked_fill(~mask, 0.0), dim=-1)
+def additive_as_keep_mask(scores, bias):
+    return torch.softmax(scores.masked_fill(bias != 0, float("-inf")), dim=-1).nan_to_num(0.0)
 
 
-def softmax_post_zero(scores, mask):
-    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+def additive_only_hides(scores, bias):
+    return torch.softmax(scores.masked_fill(torch.isinf(bias), float("-inf")), dim=-1).nan_to_num(0.0)
+
+
+def additive_not_renormalised(scores, bias):
+    return torch.softmax(scores, dim=-1) * bias.exp()
 
 
 @pytest.mark.parametrize("fn,hint", [
-    (softmax_nan, "returns NaN"),
-    (softmax_big_negative, "not uniform"),
-    (softmax_inverted, "inverted"),
-    (softmax_zero_fill, "set to 0, not -inf"),
-    (softmax_post_zero, "not renormalised"),
+    (additive_nan, "returns NaN"),
+    (additive_clamped, "not uniform"),
+    (additive_as_keep_mask, "not a keep-mask"),
+    (additive_only_hides, "Add the bias to the scores"),
+    (additive_not_renormalised, "not renormalised"),
+    (lambda s, b: torch.softmax(s, dim=-1), "bias was ignored"),
 ])
-def test_masked_softmax_checker_names_mistake(fn, hint: str) -> None:
-    result = check_masked_softmax(fn)
+def test_additive_softmax_checker_names_mistake(fn, hint: str) -> None:
+    result = check_additive_softmax(fn)
     assert not result.passed and hint in result.message
 
 
-def test_masked_softmax_checker_passes_reference() -> None:
-    assert check_masked_softmax(softmax_ok).passed
+@pytest.mark.parametrize("fn", [additive_ok, additive_nan_to_num])
+def test_additive_softmax_checker_passes_right_answers(fn) -> None:
+    assert check_additive_softmax(fn).passed
+
+
+def test_additive_softmax_matches_course_attention_on_a_keep_mask() -> None:
+    """With a bias of 0 and -inf only, the answer is the weights of course_utils.attention."""
+    from course_utils.attention import scaled_dot_product_attention
+
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(2, 3, 3, generator=g)
+    keep = causal_mask(3)[0] & torch.tensor([True, True, False])  # (1, 3, 3)
+    keep[0, 0] = False  # query 0 keeps nothing
+    bias = torch.zeros(1, 3, 3).masked_fill(~keep, float("-inf"))
+    _, want = scaled_dot_product_attention(s * 3**0.5, torch.eye(3), torch.eye(3), keep)
+    torch.testing.assert_close(additive_ok(s, bias), want)
 
 
 def test_checker_reports_crash_without_traceback() -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, combine_masks, padding_mask
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
 from .core import as_number as _as_number
@@ -121,49 +120,65 @@ def check_padding_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
     return "Shape (B, 1, 1, T_k), True on real tokens."
 
 
-@checker("4.4", "masked softmax without NaN")
-def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
-    """Check ``fn(scores, mask)`` is softmax over kept keys, with all-zero rows where all keys are masked."""
+def _additive_softmax(z: Tensor, dim: int = -1) -> Tensor:
+    """Softmax of z over ``dim`` with all-zero rows where every entry of z is -inf."""
+    empty = torch.isneginf(z).all(dim=dim, keepdim=True)  # rows with nothing to attend to
+    return torch.softmax(z.masked_fill(empty, 0.0), dim=dim).masked_fill(empty, 0.0)
+
+
+def _additive_cases() -> list[tuple[Tensor, Tensor]]:
     g = torch.Generator().manual_seed(44)
     B, h, T = 2, 2, 4
     scores = torch.randn(B, h, T, T, generator=g) * 3
     tokens = torch.tensor([[4, 5, 6, 0], [0, 7, 8, 0]])  # second sequence starts with padding
-    mask = combine_masks(padding_mask(tokens, 0), causal_mask(T))
-    assert mask is not None
-    cases = [(scores, mask), (scores[:1, :1, :1, :1], torch.zeros(1, 1, 1, 1, dtype=torch.bool)),
-             (scores[:, :, :3, :3], causal_mask(3))]
-    for s, m in cases:
-        got = call_student(fn, s.clone(), m.clone(), what="your masked_softmax")
-        got = expect_tensor(got, "masked_softmax", s.shape)
-        n = m.shape[-1]
-        eye = torch.eye(n)
-        # reference: the course's attention with q = s * sqrt(d_k) and k = I, so q k^T / sqrt(d_k) = s
-        _, want = scaled_dot_product_attention(s * math.sqrt(n), eye, eye, m)  # (..., T_q, T_k)
-        full = ~m.any(dim=-1, keepdim=True).expand_as(want)
+    keep = combine_masks(padding_mask(tokens, 0), causal_mask(T))  # (B, 1, T, T)
+    assert keep is not None
+    distance = (torch.arange(T).view(T, 1) - torch.arange(T).view(1, T)).abs().float()  # (T, T)
+    # a penalty on the kept keys (a distance bias, like ALiBi) and -inf on the masked ones
+    bias = (-0.5 * distance).masked_fill(~keep, float("-inf"))  # (B, 1, T, T) broadcasts over heads
+    only_penalty = -torch.rand(1, 1, 3, 3, generator=g) * 4  # finite everywhere: no key is hidden
+    return [
+        (scores, bias),
+        (scores[:, :, :3, :3], only_penalty),
+        (scores[:1, :1, :1, :1], torch.full((1, 1, 1, 1), float("-inf"))),  # one query, no key at all
+    ]
+
+
+@checker("4.4", "softmax with an additive mask")
+def check_additive_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
+    """Check ``fn(scores, bias)``: softmax of scores + bias over the keys, all-zero rows where every key is -inf."""
+    for s, b in _additive_cases():
+        got = call_student(fn, s.clone(), b.clone(), what="your additive_softmax")
+        got = expect_tensor(got, "additive_softmax", s.shape)
+        z = s + b
+        want = _additive_softmax(z)
+        empty = torch.isneginf(z).all(dim=-1, keepdim=True).expand_as(want)
         if torch.isnan(got).any():
             raise CheckFailed(
-                "masked_softmax returns NaN. A row whose keys are all masked is softmax of all -inf: "
-                "exp(-inf)/sum = 0/0. Give such rows zeros (e.g. detect them with mask.any(-1) "
-                "and fill them before or after the softmax)."
+                "additive_softmax returns NaN. A row whose scores + bias are all -inf is softmax of all -inf: "
+                "0/0. Find such rows (torch.isneginf(z).all(-1)) and give them zeros, before or after the softmax."
             )
-        expect_close(got, want, "masked_softmax", mistakes={
-            "Fully masked rows should be all zeros, not uniform: did you use a large negative number "
-            "(e.g. -1e9) and stop there? Zero those rows after the softmax.":
-                torch.where(full, torch.full_like(want, 1.0 / n), want),
-            f"The mask looks inverted: masked keys got the weight. {_CONVENTION}":
-                torch.softmax(s.masked_fill(m, float("-inf")), dim=-1).nan_to_num(0.0).masked_fill(m, 0.0),
-            "Masked scores were set to 0, not -inf: a score of 0 still gets weight exp(0) > 0.":
-                torch.softmax(s.masked_fill(~m, 0.0), dim=-1),
-            "Masked weights were zeroed after a plain softmax but the rows were not renormalised: "
-            "mask the scores with -inf before the softmax.":
-                torch.softmax(s, dim=-1).masked_fill(~m, 0.0),
+        kept = torch.isfinite(b)
+        n = s.shape[-1]
+        expect_close(got, want, f"additive_softmax for scores of shape {tuple(s.shape)}", mistakes={
+            "Rows where every key is -inf should be all zeros, not uniform: did you clamp the -inf to a large "
+            "negative number (e.g. -1e9) and stop there? Zero those rows.":
+                torch.where(empty, torch.full_like(want, 1.0 / n), want),
+            "Add the bias to the scores: a finite negative entry lowers a key's weight without hiding it. "
+            "Here the bias was only used to decide which keys are hidden.":
+                _additive_softmax(s.masked_fill(~kept, float("-inf"))),
+            "The bias is not a keep-mask: an entry other than 0 lowers a key's weight (softmax of scores + "
+            "bias); only -inf hides the key.": _additive_softmax(s.masked_fill(b != 0, float("-inf"))),
+            "The bias was ignored: softmax(scores + bias), not softmax(scores).": torch.softmax(s, dim=-1),
+            "The weights were multiplied by exp(bias) after a plain softmax but not renormalised: add the "
+            "bias to the scores before the softmax (or divide each row by its new sum).":
+                torch.softmax(s, dim=-1) * b.exp(),
             "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the queries.":
-                torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0).masked_fill(~m, 0.0),
-            "The mask was ignored: masked keys still get weight.": torch.softmax(s, dim=-1),
+                _additive_softmax(z, dim=-2),
             "Divide by each row's sum (dim=-1, keepdim=True), not by the sum over the whole tensor: every "
-            "row with a kept key must sum to 1.": (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()),
+            "row with a finite entry must sum to 1.": (lambda e: e / e.sum())(z.exp()),
         })
-    return "Kept rows sum to 1 and fully masked rows are zeros, like course_utils.attention."
+    return "softmax(scores + bias) over the keys; rows with only -inf are zeros, like course_utils.attention."
 
 
 # ----- 4.5 which queries see nothing? (transfer: left padding) --------------------------------------
