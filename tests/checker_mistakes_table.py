@@ -223,34 +223,45 @@ wrong("1.4", c1.check_mha, INPLACE, mha("inplace"))
 wrong("1.4", c1.check_mha, "n_heads", lambda d, h: MHA(d, 1))
 
 
-# ================================================================ 2.1 sinusoidal
-def pe_loop(T, d_model):
+# ================================================================ 2.1 sinusoidal, any base, odd d_model
+def pe_loop(T, d_model, base):
     pe = torch.zeros(T, d_model)
     for p in range(T):
-        for i in range(d_model // 2):
-            angle = p / 10000 ** (2 * i / d_model)
-            pe[p, 2 * i], pe[p, 2 * i + 1] = math.sin(angle), math.cos(angle)
+        for j in range(d_model):
+            angle = p / base ** (2 * (j // 2) / d_model)
+            pe[p, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
     return pe
 
 
-def pe_vector(T, d_model, base=10000.0, start=0, exp_num=2, swap=False, halves=False, integer=False):
+def pe_vector(T, d_model, base, start=0, exp_num=2, swap=False, halves=False, integer=False, width=None, odd_cut=True):
+    width = d_model if width is None else width
     p = torch.arange(start, start + T, dtype=torch.float32)[:, None]
-    i = torch.arange(d_model // 2)
-    expo = (exp_num * i // d_model) if integer else exp_num * i.float() / d_model
-    ang = p / base ** expo
+    i = torch.arange((d_model + 1) // 2)
+    expo = (exp_num * i // width) if integer else exp_num * i.float() / width
+    ang = p / base**expo
     a, b = (ang.cos(), ang.sin()) if swap else (ang.sin(), ang.cos())
-    return torch.cat([a, b], -1) if halves else torch.stack([a, b], -1).flatten(-2)
+    if halves:
+        return torch.cat([a, b[:, : d_model // 2]], -1)
+    out = torch.stack([a, b], -1).flatten(-2)  # (T, 2 * ceil(d_model / 2))
+    return out[:, :d_model] if odd_cut else out
 
 
 right("2.1", c2.check_sinusoidal, pe_loop)
 right("2.1", c2.check_sinusoidal, pe_vector)
-wrong("2.1", c2.check_sinusoidal, "swapped", lambda T, d: pe_vector(T, d, swap=True))
-wrong("2.1", c2.check_sinusoidal, "you used i/d_model", lambda T, d: pe_vector(T, d, exp_num=1))
-wrong("2.1", c2.check_sinusoidal, "not 1000", lambda T, d: pe_vector(T, d, base=1000.0))
-wrong("2.1", c2.check_sinusoidal, "Interleave", lambda T, d: pe_vector(T, d, halves=True))
-wrong("2.1", c2.check_sinusoidal, "Positions start at 0", lambda T, d: pe_vector(T, d, start=1))
-wrong("2.1", c2.check_sinusoidal, "integer division", lambda T, d: pe_vector(T, d, integer=True))
-wrong("2.1", c2.check_sinusoidal, "should have shape", lambda T, d: pe_vector(50, 64))  # sizes hard-coded
+right("2.1", c2.check_sinusoidal, lambda T, d, base: torch.from_numpy(np.array([[
+    math.sin(p * base ** (-(j - j % 2) / d)) if j % 2 == 0 else math.cos(p * base ** (-(j - j % 2) / d))
+    for j in range(d)] for p in range(T)], dtype=np.float32)))
+wrong("2.1", c2.check_sinusoidal, "swapped", lambda T, d, base: pe_vector(T, d, base, swap=True))
+wrong("2.1", c2.check_sinusoidal, "you used i/d_model", lambda T, d, base: pe_vector(T, d, base, exp_num=1))
+wrong("2.1", c2.check_sinusoidal, "Use the base argument", lambda T, d, base: pe_vector(T, d, 10000.0))
+wrong("2.1", c2.check_sinusoidal, "Interleave", lambda T, d, base: pe_vector(T, d, base, halves=True))
+wrong("2.1", c2.check_sinusoidal, "Positions start at 0", lambda T, d, base: pe_vector(T, d, base, start=1))
+wrong("2.1", c2.check_sinusoidal, "integer division", lambda T, d, base: pe_vector(T, d, base, integer=True))
+wrong("2.1", c2.check_sinusoidal, "one more sine column", lambda T, d, base: pe_vector(T, d, base, odd_cut=False))
+wrong("2.1", c2.check_sinusoidal, "one more sine column", lambda T, d, base: pe_vector(T, d - d % 2, base))
+wrong("2.1", c2.check_sinusoidal, "built the table for d_model + 1", lambda T, d, base: pe_vector(T, d + d % 2, base)[:, :d])
+wrong("2.1", c2.check_sinusoidal, "not by d_model - 1", lambda T, d, base: pe_vector(T, d, base, width=max(d - d % 2, 1)))
+wrong("2.1", c2.check_sinusoidal, "should have shape", lambda T, d, base: pe_vector(50, 64, base))  # sizes hard-coded
 
 
 # ================================================================ 2.2 shift rotation
@@ -279,19 +290,34 @@ wrong("2.2", c2.check_shift_rotation, "as if k were 1", lambda k, d: rot(k, d, k
 wrong("2.2", c2.check_shift_rotation, "should have shape", lambda k, d: rot(k, 16))  # d_model hard-coded
 
 
-# ================================================================ 2.3 RoPE
-def rope_ref(x, cos, sin):
+# ================================================================ 2.3 RoPE, halves convention
+def rope_halves(x, cos, sin):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]  # (..., T, d_k/2) each
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def rope_rotate_half(x, cos, sin):
+    h = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., h:], x[..., :h]], -1)  # (-x2, x1)
+    return x * torch.cat([cos, cos], -1) + rotated * torch.cat([sin, sin], -1)
+
+
+def rope_by_permutation(x, cos, sin):
+    d = x.shape[-1]
+    order = torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], -1).flatten()  # i, i + d/2, ...
+    from course_utils.positional import apply_rope
+
+    return apply_rope(x[..., order], cos, sin)[..., torch.argsort(order)]  # adjacent RoPE on regrouped dims
+
+
+def rope_adjacent(x, cos, sin):
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
 
 
-def rope_complex(x, cos, sin):
-    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())
-    return torch.view_as_real(z * torch.complex(cos.double(), sin.double())).flatten(-2).to(x.dtype)
-
-
 def rope_inplace(x, cos, sin):
-    out = rope_ref(x, cos, sin)
+    out = rope_halves(x, cos, sin)
     x.copy_(out)
     return x
 
@@ -300,38 +326,57 @@ def rope_rebuilt(x, cos, sin):
     from course_utils.positional import rope_tables
 
     c, s = rope_tables(x.shape[-2], x.shape[-1])
-    return rope_ref(x, c, s)
+    return rope_halves(x, c, s)
 
 
-def rope_halves(x, cos, sin):
-    h = x.shape[-1] // 2
-    x1, x2 = x[..., :h], x[..., h:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
-
-
-right("2.3", c2.check_apply_rope, rope_ref)
-right("2.3", c2.check_apply_rope, rope_complex)
-wrong("2.3", c2.check_apply_rope, "halves", rope_halves)
-wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: rope_ref(x, c, -s))
-wrong("2.3", c2.check_apply_rope, "back to their places", lambda x, c, s: torch.cat(
-    [x[..., 0::2] * c - x[..., 1::2] * s, x[..., 0::2] * s + x[..., 1::2] * c], -1))
-wrong("2.3", c2.check_apply_rope, "swapped", lambda x, c, s: rope_ref(x, s, c))
+right("2.3", c2.check_apply_rope, rope_halves)
+right("2.3", c2.check_apply_rope, rope_rotate_half)
+right("2.3", c2.check_apply_rope, rope_by_permutation)
+wrong("2.3", c2.check_apply_rope, "You paired adjacent dimensions", rope_adjacent)
+wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: rope_halves(x, c, -s))
+wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: x * torch.cat([c, c], -1)
+      + torch.cat([x[..., x.shape[-1] // 2 :], -x[..., : x.shape[-1] // 2]], -1) * torch.cat([s, s], -1))
+wrong("2.3", c2.check_apply_rope, "rather than interleaving", lambda x, c, s: torch.stack(
+    [rope_halves(x, c, s)[..., : x.shape[-1] // 2], rope_halves(x, c, s)[..., x.shape[-1] // 2 :]], -1).flatten(-2))
+wrong("2.3", c2.check_apply_rope, "swapped", lambda x, c, s: rope_halves(x, s, c))
 wrong("2.3", c2.check_apply_rope, "Nothing was rotated", lambda x, c, s: x.clone())
 wrong("2.3", c2.check_apply_rope, INPLACE, rope_inplace)
 wrong("2.3", c2.check_apply_rope, "tables passed in", rope_rebuilt)
 
 
-# ================================================================ 2.4 ALiBi
-right("2.4", c2.check_alibi_slopes, lambda n: torch.tensor([2 ** (-8 * (h + 1) / n) for h in range(n)]))
-right("2.4", c2.check_alibi_slopes, lambda n: (2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32))
+# ================================================================ 2.4 ALiBi, any number of heads
+def slopes_pow2(n):
+    return (2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)
+
+
+def slopes_ref(n, extra_start=0, extra_first=False, next_up=False):
+    n0 = 2 ** int(math.log2(n))
+    if next_up and n0 < n:
+        return slopes_pow2(2 * n0)[:n]
+    extra = slopes_pow2(2 * n0)
+    extra = extra[: n - n0] if extra_first else extra[extra_start::2][: n - n0]
+    return torch.cat([slopes_pow2(n0), extra])
+
+
+def slopes_halving_ratio(n):
+    n0 = 1 << (n.bit_length() - 1)
+    r0 = 2.0 ** (-8.0 / n0)
+    return torch.tensor([r0 ** (h + 1) for h in range(n0)] + [r0 ** (h + 0.5) for h in range(n - n0)])
+
+
+right("2.4", c2.check_alibi_slopes, slopes_ref)
+right("2.4", c2.check_alibi_slopes, slopes_halving_ratio)
 wrong("2.4", c2.check_alibi_slopes, "Halving per head", lambda n: torch.tensor([2.0 ** -(h + 1) for h in range(n)]))
 wrong("2.4", c2.check_alibi_slopes, "not 1", lambda n: (2.0 ** (-8.0 / n)) ** torch.arange(0, n, dtype=torch.float32))
-wrong("2.4", c2.check_alibi_slopes, "Largest slope first",
-      lambda n: ((2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)).flip(0))
-wrong("2.4", c2.check_alibi_slopes, "positive numbers",
-      lambda n: -((2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)))
+wrong("2.4", c2.check_alibi_slopes, "Largest slope first", lambda n: slopes_ref(n).flip(0))
+wrong("2.4", c2.check_alibi_slopes, "positive numbers", lambda n: -slopes_ref(n))
+wrong("2.4", c2.check_alibi_slopes, "is not a power of two", slopes_pow2)
+wrong("2.4", c2.check_alibi_slopes, "not its first", lambda n: slopes_ref(n, extra_first=True))
+wrong("2.4", c2.check_alibi_slopes, "repeat the", lambda n: slopes_ref(n, extra_start=1))
+wrong("2.4", c2.check_alibi_slopes, "not the next one up", lambda n: slopes_ref(n, next_up=True))
+wrong("2.4", c2.check_alibi_slopes, "do not sort them", lambda n: slopes_ref(n).sort(descending=True).values)
 wrong("2.4", c2.check_alibi_slopes, "should have shape", lambda n: torch.tensor([2.0 ** -(h + 1) for h in range(8)]))
-wrong("2.4", c2.check_alibi_slopes, "should be a torch.Tensor", lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)])
+wrong("2.4", c2.check_alibi_slopes, "should be a torch.Tensor", lambda n: slopes_ref(n).tolist())
 
 
 # ================================================================ 3.1 RMS norm
@@ -1070,7 +1115,7 @@ wrong("10.3", c10.check_steps_to_threshold, "Use the window argument",
 # "specific hint" share honest (it is not 100 % by construction).
 GENERIC = "differs from the reference"
 wrong("1.1", c1.check_softmax, GENERIC, lambda x: sm_max(x * 1.01))
-wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: (2.0 ** (-8.0 / n)) ** (torch.arange(1, n + 1) + 0.5))
+wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: slopes_ref(n) ** 1.05)
 wrong("4.1", c4.check_window_mask, GENERIC, lambda T, w: window_tri(T, w) & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
 wrong("5.2", c5.check_mqa_layer_params, GENERIC, lambda d, h, f: mqa_ok(d, h, f) + 1)
 wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)
