@@ -530,21 +530,33 @@ wrong("4.1", c4.check_window_mask, "not torch.bool", lambda T, w: window_tri(T, 
 wrong("4.1", c4.check_window_mask, "should have shape", lambda T, w: window_tri(8, w))
 
 
-# ================================================================ 4.2 padding mask
-def pad_inplace(tokens, pad_id):
-    B, T = tokens.shape
-    tokens[tokens == pad_id] = -1
-    return (tokens != -1).view(B, 1, 1, T)
+# ================================================================ 4.2 padding mask from lengths
+def length_inplace(lengths, T):
+    lengths.unsqueeze_(1)  # (B, 1), changes the caller's tensor
+    return (torch.arange(T) < lengths).view(lengths.shape[0], 1, 1, T)
 
 
-right("4.2", c4.check_padding_mask, lambda t, p: (t != p).view(t.shape[0], 1, 1, t.shape[1]))
-right("4.2", c4.check_padding_mask, lambda t, p: t.ne(p)[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, "inverted", lambda t, p: (t == p)[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, "compare with the pad_id argument", lambda t, p: (t != 0)[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, "Reshape with .view(B, 1, 1, T)", lambda t, p: t != p)
-wrong("4.2", c4.check_padding_mask, "The padding is on the keys", lambda t, p: (t != p)[:, None, :, None])
-wrong("4.2", c4.check_padding_mask, "not torch.bool", lambda t, p: (t != p).float()[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, INPLACE, pad_inplace)
+def length_loop(lengths, T):
+    m = torch.zeros(lengths.shape[0], 1, 1, T, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        m[b, ..., :n] = True
+    return m
+
+
+right("4.2", c4.check_length_mask, lambda L, T: (torch.arange(T) < L[:, None]).view(L.shape[0], 1, 1, T))
+right("4.2", c4.check_length_mask, length_loop)
+right("4.2", c4.check_length_mask, lambda L, T: (torch.ones(L.shape[0], T).cumsum(-1) <= L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "one position too many", lambda L, T: (torch.arange(T) <= L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "one position too few", lambda L, T: (torch.arange(T) < L[:, None] - 1)[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "inverted", lambda L, T: (torch.arange(T) >= L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "right padding", lambda L, T: (torch.arange(T) >= T - L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "its own length", lambda L, T: (torch.arange(T) < L.max()).expand(L.shape[0], T)[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "Reshape with .view(B, 1, 1, T)", lambda L, T: torch.arange(T) < L[:, None])
+wrong("4.2", c4.check_length_mask, "The padding is on the keys", lambda L, T: (torch.arange(T) < L[:, None])[:, None, :, None])
+wrong("4.2", c4.check_length_mask, "not lengths.max()", lambda L, T: (torch.arange(int(L.max())) < L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "lengths[:, None]", lambda L, T: (torch.arange(T) < L).view(-1, 1, 1, T))
+wrong("4.2", c4.check_length_mask, "not torch.bool", lambda L, T: (torch.arange(T) < L[:, None]).float()[:, None, None, :])
+wrong("4.2", c4.check_length_mask, INPLACE, length_inplace)
 
 
 # ================================================================ 4.3 no causal mask, trained (experiment)

@@ -8,8 +8,8 @@ from torch import nn
 
 from course_utils.exercises.ch04_masking import (
     check_additive_softmax,
+    check_length_mask,
     check_mask_experiment,
-    check_padding_mask,
     check_window_mask,
 )
 from course_utils.masks import causal_mask
@@ -76,49 +76,65 @@ def test_window_mask_with_a_wide_window_is_the_causal_mask() -> None:
     assert torch.equal(window_ok(6, 6), causal_mask(6)) and torch.equal(window_ok(6, 9), causal_mask(6))
 
 
-def pad_ok(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != pad_id).view(B, 1, 1, T)
+def length_ok(lengths, T):
+    B = lengths.shape[0]
+    return (torch.arange(T) < lengths.view(B, 1)).view(B, 1, 1, T)
 
 
-def pad_inverted(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens == pad_id).view(B, 1, 1, T)
+def length_loop(lengths, T):
+    m = torch.zeros(lengths.shape[0], 1, 1, T, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        m[b, 0, 0, :n] = True
+    return m
 
 
-def pad_2d(tokens, pad_id):
-    return tokens != pad_id
+def length_inclusive(lengths, T):
+    return (torch.arange(T) <= lengths[:, None])[:, None, None, :]
 
 
-def pad_query_side(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != pad_id).view(B, 1, T, 1)
+def length_inverted(lengths, T):
+    return ~length_ok(lengths, T)
 
 
-def pad_fixed_zero(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != 0).view(B, 1, 1, T)
+def length_left(lengths, T):
+    return (torch.arange(T) >= T - lengths[:, None])[:, None, None, :]
 
 
-def pad_float(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != pad_id).float().view(B, 1, 1, T)
+def length_2d(lengths, T):
+    return torch.arange(T) < lengths[:, None]
+
+
+def length_max_T(lengths, T):
+    return length_ok(lengths, int(lengths.max()))
+
+
+def length_no_broadcast(lengths, T):
+    return (torch.arange(T) < lengths).view(-1, 1, 1, T)
 
 
 @pytest.mark.parametrize("fn,hint", [
-    (pad_inverted, "inverted: True marks the padding"),
-    (pad_2d, "Reshape with .view(B, 1, 1, T)"),
-    (pad_query_side, "not (B, 1, T, 1)"),
-    (pad_fixed_zero, "does not depend on pad_id"),
-    (pad_float, "float 0/1"),
+    (length_inclusive, "one position too many"),
+    (length_inverted, "inverted"),
+    (length_left, "right padding"),
+    (length_2d, "Reshape with .view(B, 1, 1, T)"),
+    (length_max_T, "not lengths.max()"),
+    (length_no_broadcast, "lengths[:, None]"),
 ])
-def test_padding_checker_names_mistake(fn, hint: str) -> None:
-    result = check_padding_mask(fn)
+def test_length_checker_names_mistake(fn, hint: str) -> None:
+    result = check_length_mask(fn)
     assert not result.passed and hint in result.message
 
 
-def test_padding_checker_passes_reference() -> None:
-    assert check_padding_mask(pad_ok).passed
+@pytest.mark.parametrize("fn", [length_ok, length_loop])
+def test_length_checker_passes_right_answers(fn) -> None:
+    assert check_length_mask(fn).passed
+
+
+def test_length_mask_agrees_with_padding_mask() -> None:
+    from course_utils.masks import padding_mask
+
+    tokens = torch.tensor([[5, 6, 7, 0, 0], [3, 0, 0, 0, 0], [1, 2, 3, 4, 5]])
+    torch.testing.assert_close(length_ok(torch.tensor([3, 1, 5]), 5), padding_mask(tokens, 0))
 
 
 def additive_ok(scores, bias):

@@ -88,36 +88,48 @@ def check_window_mask(fn: Callable[[int, int], Tensor]) -> str:
     return "Each query sees itself and the w - 1 keys before it, never the future; shape (1, 1, T, T)."
 
 
-@checker("4.2", "padding mask")
-def check_padding_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
-    """Check ``fn(tokens, pad_id)`` returns the (B, 1, 1, T) boolean key-padding keep-mask."""
-    g = torch.Generator().manual_seed(4)
-    cases = [(torch.tensor([[5, 6, 7, 8, 9], [3, 4, 2, 0, 0], [7, 1, 0, 0, 0]]), 0),
-             (torch.tensor([[2, 9, 9]]), 9)]
-    for B, T, pad_id in ((4, 6, 0), (2, 1, 3)):
-        tokens = torch.randint(0, 5, (B, T), generator=g)
-        cases.append((tokens, pad_id))
-    for tokens, pad_id in cases:
-        B, T = tokens.shape
-        what = f"padding_mask for tokens of shape ({B}, {T})"
-        got = expect_tensor(call_student(fn, tokens.clone(), pad_id, what="your padding_mask"), what)
+@checker("4.2", "padding mask from sequence lengths")
+def check_length_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
+    """Check ``fn(lengths, T)`` returns the (B, 1, 1, T) boolean key-padding keep-mask of sequences of these lengths."""
+    cases = [(torch.tensor([5, 3, 1]), 5), (torch.tensor([2, 4]), 7), (torch.tensor([4, 4, 4, 4]), 4),
+             (torch.tensor([1]), 1), (torch.tensor([3, 6, 2]), 6)]
+    for lengths, T in cases:
+        B = lengths.shape[0]
+        what = f"length_mask for lengths {lengths.tolist()} and T = {T}"
+        try:
+            raw = call_student(fn, lengths.clone(), T, what="your length_mask")
+        except CheckFailed as failure:
+            if "must match the size" in str(failure):
+                raise CheckFailed(f"{failure} Compare torch.arange(T) with lengths[:, None] (shape (B, 1)) so that "
+                                  "they broadcast to a (B, T) table.") from None
+            raise
+        got = expect_tensor(raw, what)
+        positions = torch.arange(T)  # (T,)
+        want = (positions < lengths.view(B, 1)).view(B, 1, 1, T)  # (B, T) -> (B, 1, 1, T)
         if tuple(got.shape) != (B, 1, 1, T):
             hint = ""
             if tuple(got.shape) == (B, T):
                 hint = " Reshape with .view(B, 1, 1, T): one slot for heads and one for queries, keys last."
             elif tuple(got.shape) == (B, 1, T, 1):
                 hint = " The padding is on the keys, the last axis: use (B, 1, 1, T), not (B, 1, T, 1)."
+            elif len(got.shape) == 4 and got.shape[-1] == int(lengths.max()) and got.shape[0] == B:
+                hint = (" Use the T argument for the last axis, not lengths.max(): the batch may be padded beyond "
+                        "its longest sequence.")
             raise CheckFailed(f"{what} should have shape ({B}, 1, 1, {T}), got {tuple(got.shape)}.{hint}")
         got = _expect_bool(got, what)
-        want = padding_mask(tokens, pad_id)
         _expect_equal_mask(got, want, what, {
+            "It keeps one position too many: sequence b has real tokens at positions 0 .. lengths[b] - 1, so "
+            "compare positions < lengths, not <=.": (positions <= lengths.view(B, 1)).view(B, 1, 1, T),
+            "It keeps one position too few: sequence b has real tokens at positions 0 .. lengths[b] - 1, so "
+            "compare positions < lengths, not positions < lengths - 1.":
+                (positions < lengths.view(B, 1) - 1).view(B, 1, 1, T),
             f"It is inverted: True marks the padding. {_CONVENTION}": ~want,
-            "It does not depend on pad_id: compare with the pad_id argument, not a fixed 0.":
-                (tokens != 0).view(B, 1, 1, T),
-            f"It does not depend on pad_id and is inverted: compare tokens != pad_id. {_CONVENTION}":
-                (tokens == 0).view(B, 1, 1, T),
+            "The real tokens are at the start of each row (right padding): keep positions 0 .. lengths[b] - 1, "
+            "not the last lengths[b].": (positions >= T - lengths.view(B, 1)).view(B, 1, 1, T),
+            "Compare each sequence's positions with its own length: lengths.view(B, 1) against "
+            "torch.arange(T) gives a (B, T) table.": (positions < lengths.max()).expand(B, T).reshape(B, 1, 1, T),
         })
-    return "Shape (B, 1, 1, T_k), True on real tokens."
+    return "Shape (B, 1, 1, T), True on the first lengths[b] positions of row b."
 
 
 def _additive_softmax(z: Tensor, dim: int = -1) -> Tensor:
