@@ -96,14 +96,18 @@ wrong("1.1", c1.check_softmax, "forget the exp", lambda x: x / x.sum(-1, keepdim
 
 
 # ================================================================ 1.2 attention
-def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, after=False, inplace=False):
-    def attention(q, k, v, mask=None):
+def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, after=False, inplace=False, bias_mode="add"):
+    def attention(q, k, v, mask=None, bias=None):
         d_k = q.shape[-1]
         if inplace:
             q /= math.sqrt(d_k)
             s = q @ k.transpose(-2, -1)
+        elif bias is not None and bias_mode == "before-scale":
+            s = (q @ k.transpose(-2, -1) + bias) / math.sqrt(d_k)
         else:
             s = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale(d_k))
+        if bias is not None and bias_mode in ("add", "transpose"):
+            s = s + (bias.transpose(-2, -1) if bias_mode == "transpose" else bias)
         if mask is not None and not after:
             keep = ~mask if invert else mask
             s = s.masked_fill(~keep, fill)
@@ -117,8 +121,10 @@ def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, af
     return attention
 
 
-def att_einsum(q, k, v, mask=None):
+def att_einsum(q, k, v, mask=None, bias=None):
     s = torch.einsum("...qd,...kd->...qk", q, k) / q.shape[-1] ** 0.5
+    if bias is not None:
+        s = s + bias
     if mask is not None:
         s = torch.where(mask, s, torch.tensor(float("-inf")))
         empty = ~mask.any(-1, keepdim=True)
@@ -129,7 +135,7 @@ def att_einsum(q, k, v, mask=None):
     return torch.einsum("...qk,...kd->...qd", w, v), w
 
 
-right("1.2", c1.check_scaled_attention, lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask))
+right("1.2", c1.check_scaled_attention, att())
 right("1.2", c1.check_scaled_attention, att_einsum)
 wrong("1.2", c1.check_scaled_attention, "divide by d_k instead of sqrt(d_k)", att(scale=lambda d: d))
 wrong("1.2", c1.check_scaled_attention, "forget the scaling", att(scale=lambda d: 1.0))
@@ -139,7 +145,12 @@ wrong("1.2", c1.check_scaled_attention, "before the softmax", att(after=True))
 wrong("1.2", c1.check_scaled_attention, "-1e9", att(fill=-1e9, fix_empty=False))
 wrong("1.2", c1.check_scaled_attention, "NaN", att(fix_empty=False))
 wrong("1.2", c1.check_scaled_attention, INPLACE, att(inplace=True))
-wrong("1.2", c1.check_scaled_attention, "tuple (output, weights)", lambda q, k, v, mask=None: att()(q, k, v, mask)[0])
+wrong("1.2", c1.check_scaled_attention, "tuple (output, weights)", lambda q, k, v, mask=None, bias=None: att()(q, k, v, mask, bias)[0])
+right("1.2", c1.check_scaled_attention, lambda q, k, v, mask=None, bias=None: att_einsum(q, k, v, mask, bias))
+wrong("1.2", c1.check_scaled_attention, "after the scaling", att(bias_mode="before-scale"))
+wrong("1.2", c1.check_scaled_attention, "bias was ignored", att(bias_mode="ignore"))
+wrong("1.2", c1.check_scaled_attention, "bias is transposed", att(bias_mode="transpose"))
+wrong("1.2", c1.check_scaled_attention, "takes a score bias too", lambda q, k, v, mask=None: att()(q, k, v, mask))
 
 
 # ================================================================ 1.3 the scale, measured (experiment)
@@ -879,8 +890,8 @@ wrong("7.4", c7.check_copy_targets, INPLACE, lambda lengths, T_q: (lambda L: tor
 # swapped return order, an ignored mask, a sum over the wrong axis or the whole tensor, a sign error
 # in an exponent, a missing epsilon, a causal mask shifted by one, a positional table indexed by token
 # id, an alignment score normalised by the wrong count, an inverted query mask
-def att_swapped(q, k, v, mask=None):
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+def att_swapped(q, k, v, mask=None, bias=None):
+    out, w = att_einsum(q, k, v, mask, bias)
     return w, out
 
 
@@ -902,7 +913,7 @@ def sm_whole(x):
 
 wrong("1.1", c1.check_softmax, "not by the sum over the whole tensor", sm_whole)
 wrong("1.2", c1.check_scaled_attention, "order (output, weights)", att_swapped)
-wrong("1.2", c1.check_scaled_attention, "mask was ignored", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v))
+wrong("1.2", c1.check_scaled_attention, "mask was ignored", lambda q, k, v, mask=None, bias=None: att_einsum(q, k, v, None, bias))
 wrong("1.4", c1.check_mha, "order (output, weights)", lambda d, h: MHASwapped(d, h))
 wrong("1.4", c1.check_mha, "mask was ignored", lambda d, h: MHANoMask(d, h))
 wrong("3.1", c3.check_rms_norm, "not over the whole tensor", lambda x, g, eps: g * x / (x.pow(2).mean() + eps).sqrt())
