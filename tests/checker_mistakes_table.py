@@ -96,14 +96,18 @@ wrong("1.1", c1.check_softmax, "forget the exp", lambda x: x / x.sum(-1, keepdim
 
 
 # ================================================================ 1.2 attention
-def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, after=False, inplace=False):
-    def attention(q, k, v, mask=None):
+def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, after=False, inplace=False, bias_mode="add"):
+    def attention(q, k, v, mask=None, bias=None):
         d_k = q.shape[-1]
         if inplace:
             q /= math.sqrt(d_k)
             s = q @ k.transpose(-2, -1)
+        elif bias is not None and bias_mode == "before-scale":
+            s = (q @ k.transpose(-2, -1) + bias) / math.sqrt(d_k)
         else:
             s = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale(d_k))
+        if bias is not None and bias_mode in ("add", "transpose"):
+            s = s + (bias.transpose(-2, -1) if bias_mode == "transpose" else bias)
         if mask is not None and not after:
             keep = ~mask if invert else mask
             s = s.masked_fill(~keep, fill)
@@ -117,8 +121,10 @@ def att(scale=None, dim=-1, fill=float("-inf"), invert=False, fix_empty=True, af
     return attention
 
 
-def att_einsum(q, k, v, mask=None):
+def att_einsum(q, k, v, mask=None, bias=None):
     s = torch.einsum("...qd,...kd->...qk", q, k) / q.shape[-1] ** 0.5
+    if bias is not None:
+        s = s + bias
     if mask is not None:
         s = torch.where(mask, s, torch.tensor(float("-inf")))
         empty = ~mask.any(-1, keepdim=True)
@@ -129,7 +135,7 @@ def att_einsum(q, k, v, mask=None):
     return torch.einsum("...qk,...kd->...qd", w, v), w
 
 
-right("1.2", c1.check_scaled_attention, lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask))
+right("1.2", c1.check_scaled_attention, att())
 right("1.2", c1.check_scaled_attention, att_einsum)
 wrong("1.2", c1.check_scaled_attention, "divide by d_k instead of sqrt(d_k)", att(scale=lambda d: d))
 wrong("1.2", c1.check_scaled_attention, "forget the scaling", att(scale=lambda d: 1.0))
@@ -139,7 +145,12 @@ wrong("1.2", c1.check_scaled_attention, "before the softmax", att(after=True))
 wrong("1.2", c1.check_scaled_attention, "-1e9", att(fill=-1e9, fix_empty=False))
 wrong("1.2", c1.check_scaled_attention, "NaN", att(fix_empty=False))
 wrong("1.2", c1.check_scaled_attention, INPLACE, att(inplace=True))
-wrong("1.2", c1.check_scaled_attention, "tuple (output, weights)", lambda q, k, v, mask=None: att()(q, k, v, mask)[0])
+wrong("1.2", c1.check_scaled_attention, "tuple (output, weights)", lambda q, k, v, mask=None, bias=None: att()(q, k, v, mask, bias)[0])
+right("1.2", c1.check_scaled_attention, lambda q, k, v, mask=None, bias=None: att_einsum(q, k, v, mask, bias))
+wrong("1.2", c1.check_scaled_attention, "after the scaling", att(bias_mode="before-scale"))
+wrong("1.2", c1.check_scaled_attention, "bias was ignored", att(bias_mode="ignore"))
+wrong("1.2", c1.check_scaled_attention, "bias is transposed", att(bias_mode="transpose"))
+wrong("1.2", c1.check_scaled_attention, "takes a score bias too", lambda q, k, v, mask=None: att()(q, k, v, mask))
 
 
 # ================================================================ 1.3 the scale, measured (experiment)
@@ -223,34 +234,45 @@ wrong("1.4", c1.check_mha, INPLACE, mha("inplace"))
 wrong("1.4", c1.check_mha, "n_heads", lambda d, h: MHA(d, 1))
 
 
-# ================================================================ 2.1 sinusoidal
-def pe_loop(T, d_model):
+# ================================================================ 2.1 sinusoidal, any base, odd d_model
+def pe_loop(T, d_model, base):
     pe = torch.zeros(T, d_model)
     for p in range(T):
-        for i in range(d_model // 2):
-            angle = p / 10000 ** (2 * i / d_model)
-            pe[p, 2 * i], pe[p, 2 * i + 1] = math.sin(angle), math.cos(angle)
+        for j in range(d_model):
+            angle = p / base ** (2 * (j // 2) / d_model)
+            pe[p, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
     return pe
 
 
-def pe_vector(T, d_model, base=10000.0, start=0, exp_num=2, swap=False, halves=False, integer=False):
+def pe_vector(T, d_model, base, start=0, exp_num=2, swap=False, halves=False, integer=False, width=None, odd_cut=True):
+    width = d_model if width is None else width
     p = torch.arange(start, start + T, dtype=torch.float32)[:, None]
-    i = torch.arange(d_model // 2)
-    expo = (exp_num * i // d_model) if integer else exp_num * i.float() / d_model
-    ang = p / base ** expo
+    i = torch.arange((d_model + 1) // 2)
+    expo = (exp_num * i // width) if integer else exp_num * i.float() / width
+    ang = p / base**expo
     a, b = (ang.cos(), ang.sin()) if swap else (ang.sin(), ang.cos())
-    return torch.cat([a, b], -1) if halves else torch.stack([a, b], -1).flatten(-2)
+    if halves:
+        return torch.cat([a, b[:, : d_model // 2]], -1)
+    out = torch.stack([a, b], -1).flatten(-2)  # (T, 2 * ceil(d_model / 2))
+    return out[:, :d_model] if odd_cut else out
 
 
 right("2.1", c2.check_sinusoidal, pe_loop)
 right("2.1", c2.check_sinusoidal, pe_vector)
-wrong("2.1", c2.check_sinusoidal, "swapped", lambda T, d: pe_vector(T, d, swap=True))
-wrong("2.1", c2.check_sinusoidal, "you used i/d_model", lambda T, d: pe_vector(T, d, exp_num=1))
-wrong("2.1", c2.check_sinusoidal, "not 1000", lambda T, d: pe_vector(T, d, base=1000.0))
-wrong("2.1", c2.check_sinusoidal, "Interleave", lambda T, d: pe_vector(T, d, halves=True))
-wrong("2.1", c2.check_sinusoidal, "Positions start at 0", lambda T, d: pe_vector(T, d, start=1))
-wrong("2.1", c2.check_sinusoidal, "integer division", lambda T, d: pe_vector(T, d, integer=True))
-wrong("2.1", c2.check_sinusoidal, "should have shape", lambda T, d: pe_vector(50, 64))  # sizes hard-coded
+right("2.1", c2.check_sinusoidal, lambda T, d, base: torch.from_numpy(np.array([[
+    math.sin(p * base ** (-(j - j % 2) / d)) if j % 2 == 0 else math.cos(p * base ** (-(j - j % 2) / d))
+    for j in range(d)] for p in range(T)], dtype=np.float32)))
+wrong("2.1", c2.check_sinusoidal, "swapped", lambda T, d, base: pe_vector(T, d, base, swap=True))
+wrong("2.1", c2.check_sinusoidal, "you used i/d_model", lambda T, d, base: pe_vector(T, d, base, exp_num=1))
+wrong("2.1", c2.check_sinusoidal, "Use the base argument", lambda T, d, base: pe_vector(T, d, 10000.0))
+wrong("2.1", c2.check_sinusoidal, "Interleave", lambda T, d, base: pe_vector(T, d, base, halves=True))
+wrong("2.1", c2.check_sinusoidal, "Positions start at 0", lambda T, d, base: pe_vector(T, d, base, start=1))
+wrong("2.1", c2.check_sinusoidal, "integer division", lambda T, d, base: pe_vector(T, d, base, integer=True))
+wrong("2.1", c2.check_sinusoidal, "one more sine column", lambda T, d, base: pe_vector(T, d, base, odd_cut=False))
+wrong("2.1", c2.check_sinusoidal, "one more sine column", lambda T, d, base: pe_vector(T, d - d % 2, base))
+wrong("2.1", c2.check_sinusoidal, "built the table for d_model + 1", lambda T, d, base: pe_vector(T, d + d % 2, base)[:, :d])
+wrong("2.1", c2.check_sinusoidal, "not by d_model - 1", lambda T, d, base: pe_vector(T, d, base, width=max(d - d % 2, 1)))
+wrong("2.1", c2.check_sinusoidal, "should have shape", lambda T, d, base: pe_vector(50, 64, base))  # sizes hard-coded
 
 
 # ================================================================ 2.2 shift rotation
@@ -279,19 +301,34 @@ wrong("2.2", c2.check_shift_rotation, "as if k were 1", lambda k, d: rot(k, d, k
 wrong("2.2", c2.check_shift_rotation, "should have shape", lambda k, d: rot(k, 16))  # d_model hard-coded
 
 
-# ================================================================ 2.3 RoPE
-def rope_ref(x, cos, sin):
+# ================================================================ 2.3 RoPE, halves convention
+def rope_halves(x, cos, sin):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]  # (..., T, d_k/2) each
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def rope_rotate_half(x, cos, sin):
+    h = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., h:], x[..., :h]], -1)  # (-x2, x1)
+    return x * torch.cat([cos, cos], -1) + rotated * torch.cat([sin, sin], -1)
+
+
+def rope_by_permutation(x, cos, sin):
+    d = x.shape[-1]
+    order = torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], -1).flatten()  # i, i + d/2, ...
+    from course_utils.positional import apply_rope
+
+    return apply_rope(x[..., order], cos, sin)[..., torch.argsort(order)]  # adjacent RoPE on regrouped dims
+
+
+def rope_adjacent(x, cos, sin):
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
 
 
-def rope_complex(x, cos, sin):
-    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], -1, 2).contiguous())
-    return torch.view_as_real(z * torch.complex(cos.double(), sin.double())).flatten(-2).to(x.dtype)
-
-
 def rope_inplace(x, cos, sin):
-    out = rope_ref(x, cos, sin)
+    out = rope_halves(x, cos, sin)
     x.copy_(out)
     return x
 
@@ -300,70 +337,92 @@ def rope_rebuilt(x, cos, sin):
     from course_utils.positional import rope_tables
 
     c, s = rope_tables(x.shape[-2], x.shape[-1])
-    return rope_ref(x, c, s)
+    return rope_halves(x, c, s)
 
 
-def rope_halves(x, cos, sin):
-    h = x.shape[-1] // 2
-    x1, x2 = x[..., :h], x[..., h:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
-
-
-right("2.3", c2.check_apply_rope, rope_ref)
-right("2.3", c2.check_apply_rope, rope_complex)
-wrong("2.3", c2.check_apply_rope, "halves", rope_halves)
-wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: rope_ref(x, c, -s))
-wrong("2.3", c2.check_apply_rope, "back to their places", lambda x, c, s: torch.cat(
-    [x[..., 0::2] * c - x[..., 1::2] * s, x[..., 0::2] * s + x[..., 1::2] * c], -1))
-wrong("2.3", c2.check_apply_rope, "swapped", lambda x, c, s: rope_ref(x, s, c))
+right("2.3", c2.check_apply_rope, rope_halves)
+right("2.3", c2.check_apply_rope, rope_rotate_half)
+right("2.3", c2.check_apply_rope, rope_by_permutation)
+wrong("2.3", c2.check_apply_rope, "You paired adjacent dimensions", rope_adjacent)
+wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: rope_halves(x, c, -s))
+wrong("2.3", c2.check_apply_rope, "rotated by -m w_i", lambda x, c, s: x * torch.cat([c, c], -1)
+      + torch.cat([x[..., x.shape[-1] // 2 :], -x[..., : x.shape[-1] // 2]], -1) * torch.cat([s, s], -1))
+wrong("2.3", c2.check_apply_rope, "rather than interleaving", lambda x, c, s: torch.stack(
+    [rope_halves(x, c, s)[..., : x.shape[-1] // 2], rope_halves(x, c, s)[..., x.shape[-1] // 2 :]], -1).flatten(-2))
+wrong("2.3", c2.check_apply_rope, "swapped", lambda x, c, s: rope_halves(x, s, c))
 wrong("2.3", c2.check_apply_rope, "Nothing was rotated", lambda x, c, s: x.clone())
 wrong("2.3", c2.check_apply_rope, INPLACE, rope_inplace)
 wrong("2.3", c2.check_apply_rope, "tables passed in", rope_rebuilt)
 
 
-# ================================================================ 2.4 ALiBi
-right("2.4", c2.check_alibi_slopes, lambda n: torch.tensor([2 ** (-8 * (h + 1) / n) for h in range(n)]))
-right("2.4", c2.check_alibi_slopes, lambda n: (2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32))
+# ================================================================ 2.4 ALiBi, any number of heads
+def slopes_pow2(n):
+    return (2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)
+
+
+def slopes_ref(n, extra_start=0, extra_first=False, next_up=False):
+    n0 = 2 ** int(math.log2(n))
+    if next_up and n0 < n:
+        return slopes_pow2(2 * n0)[:n]
+    extra = slopes_pow2(2 * n0)
+    extra = extra[: n - n0] if extra_first else extra[extra_start::2][: n - n0]
+    return torch.cat([slopes_pow2(n0), extra])
+
+
+def slopes_halving_ratio(n):
+    n0 = 1 << (n.bit_length() - 1)
+    r0 = 2.0 ** (-8.0 / n0)
+    return torch.tensor([r0 ** (h + 1) for h in range(n0)] + [r0 ** (h + 0.5) for h in range(n - n0)])
+
+
+right("2.4", c2.check_alibi_slopes, slopes_ref)
+right("2.4", c2.check_alibi_slopes, slopes_halving_ratio)
 wrong("2.4", c2.check_alibi_slopes, "Halving per head", lambda n: torch.tensor([2.0 ** -(h + 1) for h in range(n)]))
 wrong("2.4", c2.check_alibi_slopes, "not 1", lambda n: (2.0 ** (-8.0 / n)) ** torch.arange(0, n, dtype=torch.float32))
-wrong("2.4", c2.check_alibi_slopes, "Largest slope first",
-      lambda n: ((2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)).flip(0))
-wrong("2.4", c2.check_alibi_slopes, "positive numbers",
-      lambda n: -((2.0 ** (-8.0 / n)) ** torch.arange(1, n + 1, dtype=torch.float32)))
+wrong("2.4", c2.check_alibi_slopes, "Largest slope first", lambda n: slopes_ref(n).flip(0))
+wrong("2.4", c2.check_alibi_slopes, "positive numbers", lambda n: -slopes_ref(n))
+wrong("2.4", c2.check_alibi_slopes, "is not a power of two", slopes_pow2)
+wrong("2.4", c2.check_alibi_slopes, "not its first", lambda n: slopes_ref(n, extra_first=True))
+wrong("2.4", c2.check_alibi_slopes, "repeat the", lambda n: slopes_ref(n, extra_start=1))
+wrong("2.4", c2.check_alibi_slopes, "not the next one up", lambda n: slopes_ref(n, next_up=True))
+wrong("2.4", c2.check_alibi_slopes, "do not sort them", lambda n: slopes_ref(n).sort(descending=True).values)
 wrong("2.4", c2.check_alibi_slopes, "should have shape", lambda n: torch.tensor([2.0 ** -(h + 1) for h in range(8)]))
-wrong("2.4", c2.check_alibi_slopes, "should be a torch.Tensor", lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)])
+wrong("2.4", c2.check_alibi_slopes, "should be a torch.Tensor", lambda n: slopes_ref(n).tolist())
 
 
-# ================================================================ 3.1 layer norm
-def ln(dim=-1, unbiased=False, eps_out=False, affine=True, swap=False, fixed_eps=None, no_sqrt=False, inplace=False):
-    def layer_norm(x, gamma, beta, eps):
+# ================================================================ 3.1 RMS norm
+def rms(dim=-1, centre=False, eps_out=False, affine=True, fixed_eps=None, no_sqrt=False, use_sum=False, inplace=False):
+    def rms_norm(x, gamma, eps):
         e = eps if fixed_eps is None else fixed_eps
-        mean = x.mean(dim, keepdim=True)
-        var = x.var(dim, keepdim=True, unbiased=unbiased)
+        if centre:
+            x = x - x.mean(dim, keepdim=True)
+        sq = x.pow(2).sum(dim, keepdim=True) if use_sum else x.pow(2).mean(dim, keepdim=True)
         if inplace:
-            x -= mean
-            y = x / (var + e).sqrt()
+            x /= (sq + e).sqrt()
+            y = x
         elif no_sqrt:
-            y = (x - mean) / (var + e)
+            y = x / (sq + e)
         else:
-            y = (x - mean) / (var.sqrt() + e if eps_out else (var + e).sqrt())
-        if swap:
-            return beta * y + gamma
-        return gamma * y + beta if affine else y
+            y = x / (sq.sqrt() + e if eps_out else (sq + e).sqrt())
+        return gamma * y if affine else y
 
-    return layer_norm
+    return rms_norm
 
 
-right("3.1", c3.check_layer_norm, ln())
-right("3.1", c3.check_layer_norm, lambda x, g, b, eps: F.layer_norm(x, x.shape[-1:], g, b, eps))
-wrong("3.1", c3.check_layer_norm, "eps inside the sqrt", ln(eps_out=True))
-wrong("3.1", c3.check_layer_norm, "biased variance", ln(unbiased=True))
-wrong("3.1", c3.check_layer_norm, "forget gamma and beta", ln(affine=False))
-wrong("3.1", c3.check_layer_norm, "not over the batch", ln(dim=0))
-wrong("3.1", c3.check_layer_norm, "gamma and beta are swapped", ln(swap=True))
-wrong("3.1", c3.check_layer_norm, "Use the eps argument", ln(fixed_eps=1e-5))
-wrong("3.1", c3.check_layer_norm, "not by the variance", ln(no_sqrt=True))
-wrong("3.1", c3.check_layer_norm, INPLACE, ln(inplace=True))
+right("3.1", c3.check_rms_norm, rms())
+right("3.1", c3.check_rms_norm, lambda x, g, eps: F.rms_norm(x, x.shape[-1:], g, eps))
+right("3.1", c3.check_rms_norm, lambda x, g, eps: g * x * torch.rsqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.shape[-1] + eps))
+wrong("3.1", c3.check_rms_norm, "does not subtract the mean", rms(centre=True))
+wrong("3.1", c3.check_rms_norm, "does not subtract the mean", lambda x, g, eps: F.layer_norm(x, x.shape[-1:], g, None, eps))
+wrong("3.1", c3.check_rms_norm, "eps inside the sqrt", rms(eps_out=True))
+wrong("3.1", c3.check_rms_norm, "forget gamma", rms(affine=False))
+wrong("3.1", c3.check_rms_norm, "not over the batch", rms(dim=0))
+wrong("3.1", c3.check_rms_norm, "not their sum", rms(use_sum=True))
+wrong("3.1", c3.check_rms_norm, "Use the eps argument", rms(fixed_eps=1e-5))
+wrong("3.1", c3.check_rms_norm, "forget eps", rms(fixed_eps=0.0))
+wrong("3.1", c3.check_rms_norm, "not by the mean square itself", rms(no_sqrt=True))
+wrong("3.1", c3.check_rms_norm, "not by its standard deviation", lambda x, g, eps: g * x / (x.var(-1, keepdim=True, unbiased=False) + eps).sqrt())
+wrong("3.1", c3.check_rms_norm, INPLACE, rms(inplace=True))
 
 
 # ================================================================ 3.2 residual sublayer
@@ -449,42 +508,66 @@ wrong("3.4", c3.check_masked_stats, "per feature", lambda x, k: (x[k].mean().exp
 wrong("3.4", c3.check_masked_stats, INPLACE, stats_inplace)
 
 
-# ================================================================ 4.1 causal mask
-def causal_inplace_free_loop(T):
+# ================================================================ 4.1 sliding-window causal mask
+def window_loop(T, w):
     m = torch.zeros(1, 1, T, T, dtype=torch.bool)
     for i in range(T):
-        m[0, 0, i, : i + 1] = True
+        m[0, 0, i, max(0, i - w + 1) : i + 1] = True
     return m
 
 
-right("4.1", c4.check_causal_mask, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T))
-right("4.1", c4.check_causal_mask, causal_inplace_free_loop)
-right("4.1", c4.check_causal_mask, lambda T: (torch.arange(T)[None, :] <= torch.arange(T)[:, None])[None, None])
-wrong("4.1", c4.check_causal_mask, "upper-triangular", lambda T: torch.ones(T, T, dtype=torch.bool).triu().view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "diagonal is masked",
-      lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1).view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "inverted", lambda T: torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "Add batch and head dimensions", lambda T: torch.ones(T, T, dtype=torch.bool).tril())
-wrong("4.1", c4.check_causal_mask, "not torch.bool", lambda T: torch.ones(T, T).tril().view(1, 1, T, T))
-wrong("4.1", c4.check_causal_mask, "masks nothing", lambda T: torch.ones(1, 1, T, T, dtype=torch.bool))
-wrong("4.1", c4.check_causal_mask, "should have shape", lambda T: torch.ones(5, 5, dtype=torch.bool).tril().view(1, 1, 5, 5))
+def window_tri(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.tril() & ~full.tril(-w)).view(1, 1, T, T)
 
 
-# ================================================================ 4.2 padding mask
-def pad_inplace(tokens, pad_id):
-    B, T = tokens.shape
-    tokens[tokens == pad_id] = -1
-    return (tokens != -1).view(B, 1, 1, T)
+def window_dist(T, w):
+    return torch.arange(T)[:, None] - torch.arange(T)[None, :]  # (T, T): query minus key position
 
 
-right("4.2", c4.check_padding_mask, lambda t, p: (t != p).view(t.shape[0], 1, 1, t.shape[1]))
-right("4.2", c4.check_padding_mask, lambda t, p: t.ne(p)[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, "inverted", lambda t, p: (t == p)[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, "compare with the pad_id argument", lambda t, p: (t != 0)[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, "Reshape with .view(B, 1, 1, T)", lambda t, p: t != p)
-wrong("4.2", c4.check_padding_mask, "The padding is on the keys", lambda t, p: (t != p)[:, None, :, None])
-wrong("4.2", c4.check_padding_mask, "not torch.bool", lambda t, p: (t != p).float()[:, None, None, :])
-wrong("4.2", c4.check_padding_mask, INPLACE, pad_inplace)
+right("4.1", c4.check_window_mask, window_tri)
+right("4.1", c4.check_window_mask, window_loop)
+right("4.1", c4.check_window_mask, lambda T, w: ((window_dist(T, w) >= 0) & (window_dist(T, w) < w))[None, None])
+right("4.1", c4.check_window_mask, lambda T, w: torch.ones(T, T, dtype=torch.bool).tril().triu(-(w - 1)).view(1, 1, T, T))
+wrong("4.1", c4.check_window_mask, "plain causal mask", lambda T, w: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T))
+wrong("4.1", c4.check_window_mask, "sees w + 1 keys", lambda T, w: ((window_dist(T, w) >= 0) & (window_dist(T, w) <= w))[None, None])
+wrong("4.1", c4.check_window_mask, "only w - 1 keys", lambda T, w: ((window_dist(T, w) >= 0) & (window_dist(T, w) < w - 1))[None, None])
+wrong("4.1", c4.check_window_mask, "looks into the future", lambda T, w: window_tri(T, w).transpose(-2, -1))
+wrong("4.1", c4.check_window_mask, "centred on the query", lambda T, w: (window_dist(T, w).abs() <= w // 2)[None, None])
+wrong("4.1", c4.check_window_mask, "diagonal is masked", lambda T, w: ((window_dist(T, w) > 0) & (window_dist(T, w) <= w))[None, None])
+wrong("4.1", c4.check_window_mask, "inverted", lambda T, w: ~window_tri(T, w))
+wrong("4.1", c4.check_window_mask, "Add batch and head dimensions", lambda T, w: window_tri(T, w)[0, 0])
+wrong("4.1", c4.check_window_mask, "not torch.bool", lambda T, w: window_tri(T, w).float())
+wrong("4.1", c4.check_window_mask, "should have shape", lambda T, w: window_tri(8, w))
+
+
+# ================================================================ 4.2 padding mask from lengths
+def length_inplace(lengths, T):
+    lengths.unsqueeze_(1)  # (B, 1), changes the caller's tensor
+    return (torch.arange(T) < lengths).view(lengths.shape[0], 1, 1, T)
+
+
+def length_loop(lengths, T):
+    m = torch.zeros(lengths.shape[0], 1, 1, T, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        m[b, ..., :n] = True
+    return m
+
+
+right("4.2", c4.check_length_mask, lambda L, T: (torch.arange(T) < L[:, None]).view(L.shape[0], 1, 1, T))
+right("4.2", c4.check_length_mask, length_loop)
+right("4.2", c4.check_length_mask, lambda L, T: (torch.ones(L.shape[0], T).cumsum(-1) <= L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "one position too many", lambda L, T: (torch.arange(T) <= L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "one position too few", lambda L, T: (torch.arange(T) < L[:, None] - 1)[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "inverted", lambda L, T: (torch.arange(T) >= L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "right padding", lambda L, T: (torch.arange(T) >= T - L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "its own length", lambda L, T: (torch.arange(T) < L.max()).expand(L.shape[0], T)[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "Reshape with .view(B, 1, 1, T)", lambda L, T: torch.arange(T) < L[:, None])
+wrong("4.2", c4.check_length_mask, "The padding is on the keys", lambda L, T: (torch.arange(T) < L[:, None])[:, None, :, None])
+wrong("4.2", c4.check_length_mask, "not lengths.max()", lambda L, T: (torch.arange(int(L.max())) < L[:, None])[:, None, None, :])
+wrong("4.2", c4.check_length_mask, "lengths[:, None]", lambda L, T: (torch.arange(T) < L).view(-1, 1, 1, T))
+wrong("4.2", c4.check_length_mask, "not torch.bool", lambda L, T: (torch.arange(T) < L[:, None]).float()[:, None, None, :])
+wrong("4.2", c4.check_length_mask, INPLACE, length_inplace)
 
 
 # ================================================================ 4.3 no causal mask, trained (experiment)
@@ -498,27 +581,32 @@ wrong("4.3", c4.check_mask_experiment, "really drop the mask", "lower", lambda c
 wrong("4.3", c4.check_mask_experiment, "not one of the choices", "smaller", next_token)
 
 
-# ================================================================ 4.4 masked softmax
-def msm_ref(s, m):
-    s = s.masked_fill(~m, float("-inf")).masked_fill(~m.any(-1, keepdim=True), 0.0)
-    return torch.softmax(s, -1).masked_fill(~m, 0.0)
+# ================================================================ 4.4 softmax with an additive mask
+def add_ref(s, b):
+    z = s + b
+    empty = torch.isneginf(z).all(-1, keepdim=True)
+    return torch.softmax(z.masked_fill(empty, 0.0), -1).masked_fill(empty, 0.0)
 
 
-def msm_nan_to_num(s, m):
-    return torch.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0)
+def add_manual(s, b):
+    z = s + b
+    m = z.amax(-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # an all -inf row: subtract 0, not -inf
+    e = (z - m).exp()
+    return e / e.sum(-1, keepdim=True).clamp_min(1e-30)
 
 
-right("4.4", c4.check_masked_softmax, msm_ref)
-right("4.4", c4.check_masked_softmax, msm_nan_to_num)
-wrong("4.4", c4.check_masked_softmax, "returns NaN", lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -1))
-wrong("4.4", c4.check_masked_softmax, "not uniform", lambda s, m: torch.softmax(s.masked_fill(~m, -1e9), -1))
-wrong("4.4", c4.check_masked_softmax, "inverted", lambda s, m: msm_nan_to_num(s, ~m))
-wrong("4.4", c4.check_masked_softmax, "set to 0, not -inf", lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), -1))
-wrong("4.4", c4.check_masked_softmax, "not renormalised", lambda s, m: torch.softmax(s, -1).masked_fill(~m, 0.0))
-wrong("4.4", c4.check_masked_softmax, "wrong dimension",
-      lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -2).nan_to_num(0.0).masked_fill(~m, 0.0))
-wrong("4.4", c4.check_masked_softmax, "mask was ignored", lambda s, m: torch.softmax(s, -1))
-wrong("4.4", c4.check_masked_softmax, INPLACE, lambda s, m: msm_ref(s.masked_fill_(~m, -1e9), m))
+right("4.4", c4.check_additive_softmax, add_ref)
+right("4.4", c4.check_additive_softmax, lambda s, b: torch.softmax(s + b, -1).nan_to_num(0.0))
+right("4.4", c4.check_additive_softmax, add_manual)
+wrong("4.4", c4.check_additive_softmax, "returns NaN", lambda s, b: torch.softmax(s + b, -1))
+wrong("4.4", c4.check_additive_softmax, "not uniform", lambda s, b: torch.softmax((s + b).clamp_min(-1e9), -1))
+wrong("4.4", c4.check_additive_softmax, "not a keep-mask", lambda s, b: add_ref(s.masked_fill(b != 0, float("-inf")), 0.0))
+wrong("4.4", c4.check_additive_softmax, "Add the bias to the scores", lambda s, b: add_ref(s.masked_fill(b.isinf(), float("-inf")), 0.0))
+wrong("4.4", c4.check_additive_softmax, "not renormalised", lambda s, b: torch.softmax(s, -1) * b.exp())
+wrong("4.4", c4.check_additive_softmax, "wrong dimension", lambda s, b: torch.softmax(s + b, -2).nan_to_num(0.0))
+wrong("4.4", c4.check_additive_softmax, "bias was ignored", lambda s, b: torch.softmax(s, -1))
+wrong("4.4", c4.check_additive_softmax, INPLACE, lambda s, b: add_ref(s.add_(b), 0.0))
 
 
 # ================================================================ 5.1 FFN
@@ -802,8 +890,8 @@ wrong("7.4", c7.check_copy_targets, INPLACE, lambda lengths, T_q: (lambda L: tor
 # swapped return order, an ignored mask, a sum over the wrong axis or the whole tensor, a sign error
 # in an exponent, a missing epsilon, a causal mask shifted by one, a positional table indexed by token
 # id, an alignment score normalised by the wrong count, an inverted query mask
-def att_swapped(q, k, v, mask=None):
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+def att_swapped(q, k, v, mask=None, bias=None):
+    out, w = att_einsum(q, k, v, mask, bias)
     return w, out
 
 
@@ -825,16 +913,12 @@ def sm_whole(x):
 
 wrong("1.1", c1.check_softmax, "not by the sum over the whole tensor", sm_whole)
 wrong("1.2", c1.check_scaled_attention, "order (output, weights)", att_swapped)
-wrong("1.2", c1.check_scaled_attention, "mask was ignored", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v))
+wrong("1.2", c1.check_scaled_attention, "mask was ignored", lambda q, k, v, mask=None, bias=None: att_einsum(q, k, v, None, bias))
 wrong("1.4", c1.check_mha, "order (output, weights)", lambda d, h: MHASwapped(d, h))
 wrong("1.4", c1.check_mha, "mask was ignored", lambda d, h: MHANoMask(d, h))
-wrong("3.1", c3.check_layer_norm, "forget eps", ln(fixed_eps=0.0))
-wrong("3.1", c3.check_layer_norm, "not over the whole tensor",
-      lambda x, g, b, eps: g * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + b)
+wrong("3.1", c3.check_rms_norm, "not over the whole tensor", lambda x, g, eps: g * x / (x.pow(2).mean() + eps).sqrt())
 wrong("3.4", c3.check_masked_stats, "order (mean, var)", lambda x, k: stats_ref(x, k)[::-1])
-wrong("4.1", c4.check_causal_mask, "shifted by one", lambda T: torch.ones(T, T, dtype=torch.bool).tril(1).view(1, 1, T, T))
-wrong("4.4", c4.check_masked_softmax, "not by the sum over the whole tensor",
-      lambda s, m: (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()))
+wrong("4.4", c4.check_additive_softmax, "not by the sum over the whole tensor", lambda s, b: (lambda e: e / e.sum())((s + b).exp()))
 wrong("5.4", c5.check_embed, "indexed by token id", lambda t, e, pe: e(t) * math.sqrt(e.embedding_dim) + pe[t])
 wrong("7.1", c7.check_alignment_score, "not by B * T_q", lambda w, lengths: align_ref(w, lengths) * lengths.sum() / (w.shape[0] * w.shape[2]))
 wrong("7.1", c7.check_alignment_score, "not by the batch size", lambda w, lengths: align_ref(w, lengths) * lengths.sum() / w.shape[0])
@@ -1054,8 +1138,7 @@ wrong("10.3", c10.check_steps_to_threshold, "Use the window argument",
 # "specific hint" share honest (it is not 100 % by construction).
 GENERIC = "differs from the reference"
 wrong("1.1", c1.check_softmax, GENERIC, lambda x: sm_max(x * 1.01))
-wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: (2.0 ** (-8.0 / n)) ** (torch.arange(1, n + 1) + 0.5))
-wrong("4.1", c4.check_causal_mask, GENERIC, lambda T: torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
-      & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
+wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: slopes_ref(n) ** 1.05)
+wrong("4.1", c4.check_window_mask, GENERIC, lambda T, w: window_tri(T, w) & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
 wrong("5.2", c5.check_mqa_layer_params, GENERIC, lambda d, h, f: mqa_ok(d, h, f) + 1)
 wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)

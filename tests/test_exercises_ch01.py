@@ -69,9 +69,17 @@ def test_softmax_stub_and_garbage(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # ---------------------------------------------------------------- 1.2 scaled attention
-def attention_variant(scale=None, dim=-1, invert=False, fill=float("-inf"), fix_empty=False, weights_only=False):
-    def attention(q, k, v, mask=None):
-        s = q @ k.transpose(-2, -1) / (scale(q.shape[-1]) if scale else math.sqrt(q.shape[-1]))
+def attention_variant(scale=None, dim=-1, invert=False, fill=float("-inf"), fix_empty=False, weights_only=False,
+                      bias_mode="add"):
+    def attention(q, k, v, mask=None, bias=None):
+        s = q @ k.transpose(-2, -1)
+        if bias is not None and bias_mode == "before-scale":
+            s = s + bias
+        s = s / (scale(q.shape[-1]) if scale else math.sqrt(q.shape[-1]))
+        if bias is not None and bias_mode == "add":
+            s = s + bias
+        if bias is not None and bias_mode == "subtract":
+            s = s - bias
         if mask is not None:
             keep = ~mask if invert else mask
             s = s.masked_fill(~keep, fill)
@@ -85,9 +93,27 @@ def attention_variant(scale=None, dim=-1, invert=False, fill=float("-inf"), fix_
     return attention
 
 
+def attention_nan_to_num(q, k, v, mask=None, bias=None):
+    s = torch.einsum("bqd,bkd->bqk", q, k) * q.shape[-1] ** -0.5 + (0.0 if bias is None else bias)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    w = torch.softmax(s, dim=-1).nan_to_num(0.0)  # a row of -inf gives NaN: make it zeros
+    return w @ v, w
+
+
 def test_scaled_attention_passes_reference() -> None:
-    assert check_scaled_attention(lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask))
     assert check_scaled_attention(attention_variant(fix_empty=True))
+    assert check_scaled_attention(attention_nan_to_num)
+
+
+def test_scaled_attention_without_bias_is_the_course_reference() -> None:
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 8, generator=g) for _ in range(3))
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    mask[0] = False  # a query with no key
+    for m in (None, mask):
+        got, want = attention_variant(fix_empty=True)(q, k, v, m), scaled_dot_product_attention(q, k, v, m)
+        torch.testing.assert_close(got, want)
 
 
 @pytest.mark.parametrize(
@@ -101,6 +127,10 @@ def test_scaled_attention_passes_reference() -> None:
         (attention_variant(fill=0.0), "Masked scores must become -inf"),
         (attention_variant(), "not NaN"),
         (attention_variant(weights_only=True), "should return a tuple (output, weights)"),
+        (attention_variant(fix_empty=True, bias_mode="before-scale"), "Add the bias after the scaling"),
+        (attention_variant(fix_empty=True, bias_mode="ignore"), "The bias was ignored"),
+        (attention_variant(fix_empty=True, bias_mode="subtract"), "not subtracted"),
+        (lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), "takes a score bias too"),
     ],
 )
 def test_scaled_attention_catches_mistakes(wrong, hint: str) -> None:

@@ -18,36 +18,65 @@ def _fails_with(result, text: str) -> None:
 
 
 # ---------------------------------------------------------------- 2.1
-def _pe(T, d_model, base=10000.0, exp=lambda i, d: 2 * i / d, swap=False, halves=False, column=False):
+def _pe(T, d_model, base=10000.0, exp=lambda i, d: 2 * i / d, swap=False, halves=False, column=False, width=None):
+    """The table by a loop over columns; any d_model (an odd one ends with a sine)."""
+    width = d_model if width is None else width
     pe = torch.zeros(T, d_model)
+    n_sin = (d_model + 1) // 2
     for p in range(T):
-        for i in range(d_model // 2):
-            a = p / base ** exp(i, d_model)
-            s, c = math.sin(a), math.cos(a)
-            if column:
-                c = math.cos(p / base ** ((2 * i + 1) / d_model))
-            first, second = (c, s) if swap else (s, c)
+        for j in range(d_model):
+            i = j // 2
+            a = p / base ** exp(i, width)
+            if column and j % 2:
+                a = p / base ** (j / width)
+            is_sin = (j % 2 == 0) != swap
+            value = math.sin(a) if is_sin else math.cos(a)
             if halves:
-                pe[p, i], pe[p, d_model // 2 + i] = first, second
+                pe[p, i if j % 2 == 0 else n_sin + i] = value
             else:
-                pe[p, 2 * i], pe[p, 2 * i + 1] = first, second
+                pe[p, j] = value
     return pe
 
 
-def test_sinusoidal_passes_reference_and_loop():
-    assert ch02.check_sinusoidal(sinusoidal_encoding).passed
+def test_reference_is_the_course_table_for_even_widths():
+    for T, d in [(50, 64), (7, 10)]:
+        torch.testing.assert_close(ch02._pe_variant(T, d), sinusoidal_encoding(T, d), atol=1e-5, rtol=0)
+        torch.testing.assert_close(_pe(T, d), sinusoidal_encoding(T, d), atol=1e-5, rtol=0)
+
+
+def _pe_vector(T, d_model, base):
+    p = torch.arange(T, dtype=torch.float64)[:, None]  # (T, 1)
+    i = torch.arange((d_model + 1) // 2, dtype=torch.float64)
+    a = p * torch.exp(-2 * i / d_model * math.log(base))  # (T, ceil(d_model / 2))
+    return torch.stack([a.sin(), a.cos()], -1).flatten(-2)[:, :d_model].float()  # interleave, drop a last cos
+
+
+def test_sinusoidal_passes_reference_and_other_right_answers():
     assert ch02.check_sinusoidal(_pe).passed
+    assert ch02.check_sinusoidal(_pe_vector).passed
+
+
+def _even_only(T, d, base):
+    p = torch.arange(T, dtype=torch.float32)[:, None]
+    w = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    out = torch.zeros(T, d)
+    out[:, 0::2], out[:, 1::2] = torch.sin(p * w), torch.cos(p * w)  # fails for an odd d
+    return out
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda T, d: _pe(T, d, swap=True), "yours are swapped"),
-        (lambda T, d: _pe(T, d, exp=lambda i, dd: i / dd), "you used i/d_model"),
-        (lambda T, d: _pe(T, d, base=1000.0), "base is 10000, not 1000"),
-        (lambda T, d: _pe(T, d, column=True), "its own exponent (2i+1)/d_model"),
-        (lambda T, d: _pe(T, d, halves=True), "all sines first"),
-        (lambda T, d: _pe(T, d, exp=lambda i, dd: -2 * i / dd), "you multiplied"),
+        (lambda T, d, b: _pe(T, d, b, swap=True), "yours are swapped"),
+        (lambda T, d, b: _pe(T, d, b, exp=lambda i, dd: i / dd), "you used i/d_model"),
+        (lambda T, d, b: _pe(T, d), "Use the base argument"),
+        (lambda T, d, b: _pe(T, d, b, column=True), "its own exponent (2i+1)/d_model"),
+        (lambda T, d, b: _pe(T, d, b, halves=True), "all sines first"),
+        (lambda T, d, b: _pe(T, d, b, exp=lambda i, dd: -2 * i / dd), "you multiplied"),
+        (_even_only, "one more sine column"),
+        (lambda T, d, b: _pe(T, d, b)[:, : d - d % 2], "one more sine column"),
+        (lambda T, d, b: _pe(T, d + d % 2, b)[:, :d], "built the table for d_model + 1"),
+        (lambda T, d, b: _pe(T, d, b, width=max(d - d % 2, 1)), "not by d_model - 1"),
     ],
 )
 def test_sinusoidal_names_mistakes(wrong, hint):
@@ -55,8 +84,8 @@ def test_sinusoidal_names_mistakes(wrong, hint):
 
 
 def test_sinusoidal_wrong_shape_and_crash():
-    _fails_with(ch02.check_sinusoidal(lambda T, d: torch.zeros(d, T)), "should have shape")
-    _fails_with(ch02.check_sinusoidal(lambda T, d: 1 / 0), "raised ZeroDivisionError")
+    _fails_with(ch02.check_sinusoidal(lambda T, d, b: torch.zeros(d, T)), "should have shape")
+    _fails_with(ch02.check_sinusoidal(lambda T, d, b: 1 / 0), "raised ZeroDivisionError")
 
 
 # ---------------------------------------------------------------- 2.2
@@ -100,23 +129,44 @@ def _rope_loop(x, cos, sin, sign=1.0, halves=False):
     return out
 
 
-def test_apply_rope_passes_reference():
-    assert ch02.check_apply_rope(apply_rope).passed
-    assert ch02.check_apply_rope(_rope_loop).passed
-
-
-def _rope_concat(x, cos, sin):
-    x1, x2 = x[..., 0::2], x[..., 1::2]
+def _rope_halves_vector(x, cos, sin):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+def test_apply_rope_passes_reference():
+    assert ch02.check_apply_rope(_rope_halves_vector).passed
+    assert ch02.check_apply_rope(lambda x, c, s: _rope_loop(x, c, s, halves=True)).passed
+
+
+def test_halves_rope_keeps_scores_relative():
+    """The halves convention is a valid RoPE: a query-key score depends only on the offset m - n."""
+    from course_utils.positional import rope_tables
+
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    cos, sin = rope_tables(12, 16)
+
+    def score(m, n):
+        return (_rope_halves_vector(q.expand(12, 16), cos, sin)[m] @ _rope_halves_vector(k.expand(12, 16), cos, sin)[n])
+
+    assert torch.allclose(score(5, 2), score(9, 6), atol=1e-5) and torch.allclose(score(3, 3), score(11, 11), atol=1e-5)
+
+
+def _rope_interleaved_out(x, cos, sin):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda x, c, s: _rope_loop(x, c, s, halves=True), "'halves' convention"),
-        (lambda x, c, s: _rope_loop(x, c, s, sign=-1.0), "rotated by -m w_i"),
-        (_rope_concat, "rather than concatenating"),
-        (lambda x, c, s: _rope_loop(x, s, c), "cos and sin are swapped"),
+        (apply_rope, "You paired adjacent dimensions"),
+        (lambda x, c, s: _rope_loop(x, c, s, sign=-1.0, halves=True), "rotated by -m w_i"),
+        (_rope_interleaved_out, "rather than interleaving"),
+        (lambda x, c, s: _rope_loop(x, s, c, halves=True), "cos and sin are swapped"),
         (lambda x, c, s: x, "Nothing was rotated"),
     ],
 )
@@ -125,9 +175,33 @@ def test_apply_rope_names_mistakes(wrong, hint):
 
 
 # ---------------------------------------------------------------- 2.4
+def _geometric(n):
+    return [2 ** (-8 * (h + 1) / n) for h in range(n)]
+
+
+def _slopes_loop(n):
+    n0 = 1
+    while 2 * n0 <= n:
+        n0 *= 2
+    slopes = _geometric(n0)
+    for j in range(n - n0):
+        slopes.append(2 ** (-8 * (2 * j + 1) / (2 * n0)))  # the slopes at indices 0, 2, 4, ... of 2 n0
+    return torch.tensor(slopes)
+
+
 def test_alibi_slopes_passes_reference():
     assert ch02.check_alibi_slopes(alibi_slopes).passed
-    assert ch02.check_alibi_slopes(lambda n: torch.tensor([2 ** (-8 * (h + 1) / n) for h in range(n)])).passed
+    assert ch02.check_alibi_slopes(_slopes_loop).passed
+
+
+def test_alibi_slopes_for_six_heads_by_hand():
+    """6 heads: the 4-head slopes 1/4, 1/16, 1/64, 1/256, then 2^-1 and 2^-3 from the 8-head sequence."""
+    want = torch.tensor([2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3])
+    torch.testing.assert_close(alibi_slopes(6), want)
+
+
+def _n0(n):
+    return 1 << (n.bit_length() - 1)
 
 
 @pytest.mark.parametrize(
@@ -135,9 +209,13 @@ def test_alibi_slopes_passes_reference():
     [
         (lambda n: torch.tensor([0.5 ** (h + 1) for h in range(n)]), "Halving per head is right only for n = 8"),
         (lambda n: torch.tensor([2 ** (-8 * h / n) for h in range(n)]), "not 1: count the powers from 1"),
-        (lambda n: torch.tensor([2 ** (-8 * (n - h) / n) for h in range(n)]), "Largest slope first"),
-        (lambda n: -torch.tensor([2 ** (-8 * (h + 1) / n) for h in range(n)]), "Slopes are positive"),
-        (lambda n: [2 ** (-8 * (h + 1) / n) for h in range(n)], "should be a torch.Tensor"),
+        (lambda n: alibi_slopes(n).flip(0) if n & (n - 1) == 0 else alibi_slopes(n), "Largest slope first"),
+        (lambda n: -alibi_slopes(n), "Slopes are positive"),
+        (lambda n: [float(s) for s in alibi_slopes(n)], "should be a torch.Tensor"),
+        (lambda n: torch.tensor(_geometric(n)), "is not a power of two"),
+        (lambda n: torch.tensor(_geometric(_n0(n)) + _geometric(2 * _n0(n))[: n - _n0(n)]), "not its first"),
+        (lambda n: torch.tensor(_geometric(_n0(n)) + _geometric(2 * _n0(n))[1::2][: n - _n0(n)]), "repeat the"),
+        (lambda n: alibi_slopes(n).sort(descending=True).values, "do not sort them"),
     ],
 )
 def test_alibi_slopes_names_mistakes(wrong, hint):

@@ -7,9 +7,9 @@ import torch
 
 from course_utils.exercises import ch03_norm
 from course_utils.exercises.ch03_norm import (
-    check_layer_norm,
     check_masked_stats,
     check_residual_sublayer,
+    check_rms_norm,
 )
 
 
@@ -19,39 +19,42 @@ def fails_with(result, hint: str) -> None:
 
 
 # ---------------------------------------------------------------- 3.1
-def ln_ref(x, gamma, beta, eps):
-    mean = x.mean(-1, keepdim=True)
-    var = ((x - mean) ** 2).mean(-1, keepdim=True)
-    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
+def rms_ref(x, gamma, eps):
+    return gamma * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def test_layer_norm_passes_reference_and_torch():
-    assert check_layer_norm(ln_ref).passed
-    assert check_layer_norm(lambda x, g, b, eps: torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, eps)).passed
+def rms_by_sum(x, gamma, eps):
+    d = x.shape[-1]
+    return gamma * x * torch.rsqrt((x * x).sum(-1, keepdim=True) / d + eps)
+
+
+def test_rms_norm_passes_reference_and_other_right_answers():
+    assert check_rms_norm(rms_ref).passed
+    assert check_rms_norm(lambda x, g, eps: torch.nn.functional.rms_norm(x, x.shape[-1:], g, eps)).passed
+    assert check_rms_norm(rms_by_sum).passed
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps) + b,
-         "eps inside the sqrt"),
-        (lambda x, g, b, eps: g * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + b,
-         "biased variance"),
-        (lambda x, g, b, eps: g * (x - x.mean(0, keepdim=True))
-         / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps) + b, "not over the batch (dim=0)"),
-        (lambda x, g, b, eps: ln_ref(x, torch.ones_like(g), torch.zeros_like(b), eps), "forget gamma and beta"),
-        (lambda x, g, b, eps: ln_ref(x, g, b, eps) * 1.01, "largest difference"),
+        (lambda x, g, eps: torch.nn.functional.layer_norm(x, x.shape[-1:], g, None, eps), "does not subtract the mean"),
+        (lambda x, g, eps: g * x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps), "eps inside the sqrt"),
+        (lambda x, g, eps: g * torch.nn.functional.normalize(x, dim=-1), "not their sum"),
+        (lambda x, g, eps: rms_ref(x, torch.ones_like(g), eps), "forget gamma"),
+        (lambda x, g, eps: g * x / (x.pow(2).mean(0, keepdim=True) + eps).sqrt(), "not over the batch (dim=0)"),
+        (lambda x, g, eps: g * x / (x.var(-1, keepdim=True, unbiased=False) + eps).sqrt(), "standard deviation"),
+        (lambda x, g, eps: rms_ref(x, g, eps) * 1.01, "largest difference"),
     ],
 )
-def test_layer_norm_names_mistakes(wrong, hint):
-    fails_with(check_layer_norm(wrong), hint)
+def test_rms_norm_names_mistakes(wrong, hint):
+    fails_with(check_rms_norm(wrong), hint)
 
 
-def test_layer_norm_crash_is_readable():
-    def crashes(x, g, b, eps):
+def test_rms_norm_crash_is_readable():
+    def crashes(x, g, eps):
         return x @ torch.ones(3)
 
-    fails_with(check_layer_norm(crashes), "my_layer_norm raised RuntimeError")
+    fails_with(check_rms_norm(crashes), "my_rms_norm raised RuntimeError")
 
 
 # ---------------------------------------------------------------- 3.2

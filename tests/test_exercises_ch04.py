@@ -7,146 +7,199 @@ import torch
 from torch import nn
 
 from course_utils.exercises.ch04_masking import (
-    check_causal_mask,
+    check_additive_softmax,
+    check_length_mask,
     check_mask_experiment,
-    check_masked_softmax,
-    check_padding_mask,
+    check_window_mask,
 )
 from course_utils.masks import causal_mask
 from course_utils.model import EncoderBlock
 
 # ----- reference solutions and realistic mistakes ---------------------------------------------
 
-def causal_ok(T):
+def window_ok(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.tril() & ~full.tril(-w)).view(1, 1, T, T)
+
+
+def window_by_distance(T, w):
+    d = torch.arange(T).view(T, 1) - torch.arange(T).view(1, T)  # (T, T): query minus key position
+    return ((d >= 0) & (d < w)).view(1, 1, T, T)
+
+
+def window_plain_causal(T, w):
     return torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T)
 
 
-def causal_upper(T):
-    return torch.ones(T, T, dtype=torch.bool).triu().view(1, 1, T, T)
+def window_one_too_wide(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.tril() & ~full.tril(-w - 1)).view(1, 1, T, T)
 
 
-def causal_no_diag(T):
-    return torch.ones(T, T, dtype=torch.bool).tril(-1).view(1, 1, T, T)
+def window_future(T, w):
+    full = torch.ones(T, T, dtype=torch.bool)
+    return (full.triu() & ~full.triu(w)).view(1, 1, T, T)
 
 
-def causal_inverted(T):
-    return torch.ones(T, T, dtype=torch.bool).triu(1).view(1, 1, T, T)
+def window_inverted(T, w):
+    return ~window_ok(T, w)
 
 
-def causal_2d(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
+def window_2d(T, w):
+    return window_ok(T, w)[0, 0]
 
 
-def causal_float(T):
-    return torch.ones(1, 1, T, T).tril()
+def window_float(T, w):
+    return window_ok(T, w).float()
 
 
 @pytest.mark.parametrize("fn,hint", [
-    (causal_upper, "upper-triangular"),
-    (causal_no_diag, "diagonal is masked"),
-    (causal_inverted, "inverted"),
-    (causal_2d, "Add batch and head dimensions"),
-    (causal_float, "float 0/1"),
+    (window_plain_causal, "plain causal mask"),
+    (window_one_too_wide, "sees w + 1 keys"),
+    (window_future, "looks into the future"),
+    (window_inverted, "inverted"),
+    (window_2d, "Add batch and head dimensions"),
+    (window_float, "float 0/1"),
 ])
-def test_causal_checker_names_mistake(fn, hint: str, capsys) -> None:
-    result = check_causal_mask(fn)
+def test_window_checker_names_mistake(fn, hint: str, capsys) -> None:
+    result = check_window_mask(fn)
     assert not result.passed and hint in result.message
     assert hint in capsys.readouterr().out
 
 
-def test_causal_checker_passes_reference() -> None:
-    assert check_causal_mask(causal_ok).passed
+@pytest.mark.parametrize("fn", [window_ok, window_by_distance])
+def test_window_checker_passes_right_answers(fn) -> None:
+    assert check_window_mask(fn).passed
 
 
-def pad_ok(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != pad_id).view(B, 1, 1, T)
+def test_window_mask_with_a_wide_window_is_the_causal_mask() -> None:
+    assert torch.equal(window_ok(6, 6), causal_mask(6)) and torch.equal(window_ok(6, 9), causal_mask(6))
 
 
-def pad_inverted(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens == pad_id).view(B, 1, 1, T)
+def length_ok(lengths, T):
+    B = lengths.shape[0]
+    return (torch.arange(T) < lengths.view(B, 1)).view(B, 1, 1, T)
 
 
-def pad_2d(tokens, pad_id):
-    return tokens != pad_id
+def length_loop(lengths, T):
+    m = torch.zeros(lengths.shape[0], 1, 1, T, dtype=torch.bool)
+    for b, n in enumerate(lengths.tolist()):
+        m[b, 0, 0, :n] = True
+    return m
 
 
-def pad_query_side(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != pad_id).view(B, 1, T, 1)
+def length_inclusive(lengths, T):
+    return (torch.arange(T) <= lengths[:, None])[:, None, None, :]
 
 
-def pad_fixed_zero(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != 0).view(B, 1, 1, T)
+def length_inverted(lengths, T):
+    return ~length_ok(lengths, T)
 
 
-def pad_float(tokens, pad_id):
-    B, T = tokens.shape
-    return (tokens != pad_id).float().view(B, 1, 1, T)
+def length_left(lengths, T):
+    return (torch.arange(T) >= T - lengths[:, None])[:, None, None, :]
 
 
-@pytest.mark.parametrize("fn,hint", [
-    (pad_inverted, "inverted: True marks the padding"),
-    (pad_2d, "Reshape with .view(B, 1, 1, T)"),
-    (pad_query_side, "not (B, 1, T, 1)"),
-    (pad_fixed_zero, "does not depend on pad_id"),
-    (pad_float, "float 0/1"),
-])
-def test_padding_checker_names_mistake(fn, hint: str) -> None:
-    result = check_padding_mask(fn)
-    assert not result.passed and hint in result.message
+def length_2d(lengths, T):
+    return torch.arange(T) < lengths[:, None]
 
 
-def test_padding_checker_passes_reference() -> None:
-    assert check_padding_mask(pad_ok).passed
+def length_max_T(lengths, T):
+    return length_ok(lengths, int(lengths.max()))
 
 
-def softmax_ok(scores, mask):
-    any_kept = mask.any(dim=-1, keepdim=True)
-    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
-    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
-
-
-def softmax_nan(scores, mask):
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-
-
-def softmax_big_negative(scores, mask):
-    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
-
-
-def softmax_inverted(scores, mask):
-    return softmax_ok(scores, ~mask)
-
-
-def softmax_zero_fill(scores, mask):
-    return torch.softmax(scores.masked_fill(~mask, 0.0), dim=-1)
-
-
-def softmax_post_zero(scores, mask):
-    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+def length_no_broadcast(lengths, T):
+    return (torch.arange(T) < lengths).view(-1, 1, 1, T)
 
 
 @pytest.mark.parametrize("fn,hint", [
-    (softmax_nan, "returns NaN"),
-    (softmax_big_negative, "not uniform"),
-    (softmax_inverted, "inverted"),
-    (softmax_zero_fill, "set to 0, not -inf"),
-    (softmax_post_zero, "not renormalised"),
+    (length_inclusive, "one position too many"),
+    (length_inverted, "inverted"),
+    (length_left, "right padding"),
+    (length_2d, "Reshape with .view(B, 1, 1, T)"),
+    (length_max_T, "not lengths.max()"),
+    (length_no_broadcast, "lengths[:, None]"),
 ])
-def test_masked_softmax_checker_names_mistake(fn, hint: str) -> None:
-    result = check_masked_softmax(fn)
+def test_length_checker_names_mistake(fn, hint: str) -> None:
+    result = check_length_mask(fn)
     assert not result.passed and hint in result.message
 
 
-def test_masked_softmax_checker_passes_reference() -> None:
-    assert check_masked_softmax(softmax_ok).passed
+@pytest.mark.parametrize("fn", [length_ok, length_loop])
+def test_length_checker_passes_right_answers(fn) -> None:
+    assert check_length_mask(fn).passed
+
+
+def test_length_mask_agrees_with_padding_mask() -> None:
+    from course_utils.masks import padding_mask
+
+    tokens = torch.tensor([[5, 6, 7, 0, 0], [3, 0, 0, 0, 0], [1, 2, 3, 4, 5]])
+    torch.testing.assert_close(length_ok(torch.tensor([3, 1, 5]), 5), padding_mask(tokens, 0))
+
+
+def additive_ok(scores, bias):
+    z = scores + bias
+    empty = torch.isneginf(z).all(dim=-1, keepdim=True)
+    return torch.softmax(z.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+
+
+def additive_nan_to_num(scores, bias):
+    return torch.softmax(scores + bias, dim=-1).nan_to_num(0.0)
+
+
+def additive_nan(scores, bias):
+    return torch.softmax(scores + bias, dim=-1)
+
+
+def additive_clamped(scores, bias):
+    return torch.softmax((scores + bias).clamp_min(-1e9), dim=-1)
+
+
+def additive_as_keep_mask(scores, bias):
+    return torch.softmax(scores.masked_fill(bias != 0, float("-inf")), dim=-1).nan_to_num(0.0)
+
+
+def additive_only_hides(scores, bias):
+    return torch.softmax(scores.masked_fill(torch.isinf(bias), float("-inf")), dim=-1).nan_to_num(0.0)
+
+
+def additive_not_renormalised(scores, bias):
+    return torch.softmax(scores, dim=-1) * bias.exp()
+
+
+@pytest.mark.parametrize("fn,hint", [
+    (additive_nan, "returns NaN"),
+    (additive_clamped, "not uniform"),
+    (additive_as_keep_mask, "not a keep-mask"),
+    (additive_only_hides, "Add the bias to the scores"),
+    (additive_not_renormalised, "not renormalised"),
+    (lambda s, b: torch.softmax(s, dim=-1), "bias was ignored"),
+])
+def test_additive_softmax_checker_names_mistake(fn, hint: str) -> None:
+    result = check_additive_softmax(fn)
+    assert not result.passed and hint in result.message
+
+
+@pytest.mark.parametrize("fn", [additive_ok, additive_nan_to_num])
+def test_additive_softmax_checker_passes_right_answers(fn) -> None:
+    assert check_additive_softmax(fn).passed
+
+
+def test_additive_softmax_matches_course_attention_on_a_keep_mask() -> None:
+    """With a bias of 0 and -inf only, the answer is the weights of course_utils.attention."""
+    from course_utils.attention import scaled_dot_product_attention
+
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(2, 3, 3, generator=g)
+    keep = causal_mask(3)[0] & torch.tensor([True, True, False])  # (1, 3, 3)
+    keep[0, 0] = False  # query 0 keeps nothing
+    bias = torch.zeros(1, 3, 3).masked_fill(~keep, float("-inf"))
+    _, want = scaled_dot_product_attention(s * 3**0.5, torch.eye(3), torch.eye(3), keep)
+    torch.testing.assert_close(additive_ok(s, bias), want)
 
 
 def test_checker_reports_crash_without_traceback() -> None:
-    result = check_causal_mask(lambda T: torch.ones(T, T)[T])
+    result = check_window_mask(lambda T, w: torch.ones(T, T)[T])
     assert not result.passed and "raised IndexError" in result.message
 
 

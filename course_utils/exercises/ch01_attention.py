@@ -93,13 +93,21 @@ def check_softmax(fn: Callable[[Tensor], Tensor]) -> str:
     return "Rows sum to 1 and large logits no longer overflow."
 
 
-# ---------------------------------------------------------------- 1.2 scaled dot-product attention
+# ---------------------------------------------------------------- 1.2 scaled dot-product attention, with a score bias
 def _attention_variant(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, dim: int = -1,
     fill: float = float("-inf"), invert: bool = False, fix_empty: bool = True, after: bool = False,
+    bias: Tensor | None = None, bias_mode: str = "add",
 ) -> tuple[Tensor, Tensor]:
-    """What attention computes with one deliberate change (scale, softmax dim, mask fill, mask after softmax)."""
-    scores = q @ k.transpose(-2, -1) / scale  # (B, T_q, T_k)
+    """What attention computes with one deliberate change (scale, softmax dim, mask fill, mask after softmax,
+    where the bias goes)."""
+    raw = q @ k.transpose(-2, -1)  # (B, T_q, T_k)
+    if bias is not None and bias_mode == "before-scale":
+        raw = raw + bias
+    scores = raw / scale
+    if bias is not None and bias_mode in ("add", "transpose", "subtract"):
+        b = bias.transpose(-2, -1) if bias_mode == "transpose" else bias
+        scores = scores - b if bias_mode == "subtract" else scores + b
     if mask is not None and after:
         weights = torch.softmax(scores, dim=dim).masked_fill(~mask, 0.0)
     elif mask is not None:
@@ -112,73 +120,109 @@ def _attention_variant(
             weights = weights.masked_fill(~keep, 0.0)
     else:
         weights = torch.softmax(scores, dim=dim)
+    if bias is not None and bias_mode == "exp-after":
+        weights = weights * bias.exp()
     return weights @ v, weights
 
 
-def _attention_cases() -> list[tuple[Tensor, Tensor, Tensor, Tensor | None]]:
+Case = tuple[Tensor, Tensor, Tensor, "Tensor | None", "Tensor | None"]
+
+
+def _attention_cases() -> list[Case]:
     g = torch.Generator().manual_seed(12)
-    cases: list[tuple[Tensor, Tensor, Tensor, Tensor | None]] = []
+    cases: list[Case] = []
     for B, T_q, T_k, d_k, d_v in [(2, 4, 4, 16, 8), (1, 3, 5, 4, 2), (3, 1, 1, 9, 3)]:
         q, k = torch.randn(B, T_q, d_k, generator=g), torch.randn(B, T_k, d_k, generator=g)
-        cases.append((q, k, torch.randn(B, T_k, d_v, generator=g), None))
+        cases.append((q, k, torch.randn(B, T_k, d_v, generator=g), None, None))
     # masked cases: a random keep-mask with every row keeping >= 1 key, then a fully masked row
     q, k, v = (torch.randn(2, 4, 16, generator=g) for _ in range(3))
     mask = torch.rand(2, 4, 4, generator=g) > 0.4
     mask[..., 0] = True
-    cases.append((q, k, v, mask))
+    cases.append((q, k, v, mask, None))
     causal = torch.ones(4, 4, dtype=torch.bool).tril().unsqueeze(0)  # (1, T_q, T_k) broadcasts over B
-    cases.append((q, k, v, causal))
+    cases.append((q, k, v, causal, None))
     empty = mask.clone()
     empty[0, 1] = False  # query 1 of batch 0 may attend to nothing
-    cases.append((q, k, v, empty))
+    cases.append((q, k, v, empty, None))
+    # a score bias: (T_q, T_k) shared by the batch, not symmetric; then per batch with a mask; then not square
+    distance = (torch.arange(4).view(4, 1) - torch.arange(4).view(1, 4)).float()  # (T_q, T_k): i - j
+    cases.append((q, k, v, None, -0.7 * distance.clamp_min(0) + 0.3 * distance.clamp_max(0)))
+    cases.append((q, k, v, empty, torch.randn(2, 4, 4, generator=g) * 2))
+    q3, k5, v5 = torch.randn(1, 3, 4, generator=g), torch.randn(1, 5, 4, generator=g), torch.randn(1, 5, 2, generator=g)
+    cases.append((q3, k5, v5, None, torch.randn(1, 3, 5, generator=g)))
     return cases
 
 
 @checker("1.2", "scaled dot-product attention")
 def check_scaled_attention(fn: Callable[..., Any]) -> str:
-    """Check ``fn(q, k, v, mask=None) -> (output, weights)`` against the reference. Chapter 1."""
-    for q, k, v, mask in _attention_cases():
+    """Check ``fn(q, k, v, mask=None, bias=None) -> (output, weights)`` against the reference. Chapter 1."""
+    for q, k, v, mask, bias in _attention_cases():
         kwargs = {} if mask is None else {"mask": mask}
-        got = call_student(fn, q.clone(), k.clone(), v.clone(), what="my_attention", **kwargs)
+        if bias is not None:
+            kwargs["bias"] = bias
+        try:
+            got = call_student(fn, q.clone(), k.clone(), v.clone(), what="my_attention", **kwargs)
+        except CheckFailed as failure:
+            if "unexpected keyword argument 'bias'" in str(failure):
+                raise CheckFailed(f"{failure} my_attention takes a score bias too: def my_attention(q, k, v, "
+                                  "mask=None, bias=None).") from None
+            raise
         if not isinstance(got, tuple) or len(got) != 2:
             raise CheckFailed(
                 f"my_attention should return a tuple (output, weights), got {type(got).__name__}"
                 + (f" of length {len(got)}" if isinstance(got, tuple) else "")
             )
         out, weights = got
-        want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
         d_k = q.shape[-1]
+        if bias is None:
+            want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
+        else:
+            want_out, want_w = _attention_variant(q, k, v, mask, math.sqrt(d_k), bias=bias)
         where = "without a mask" if mask is None else "with a mask"
         if mask is not None and not mask.any(-1).all():
             where = "with a mask that hides every key from one query"
+        if bias is not None:
+            where += " and a score bias"
+        base = dict(scale=math.sqrt(d_k), bias=bias)
         variants = {
-            "Did you divide by d_k instead of sqrt(d_k)?": dict(scale=d_k),
-            "Did you forget the scaling by 1/sqrt(d_k)?": dict(scale=1.0),
-            "Divide the scores by sqrt(d_k), do not multiply them by it.": dict(scale=1 / math.sqrt(d_k)),
+            "Did you divide by d_k instead of sqrt(d_k)?": dict(base, scale=d_k),
+            "Did you forget the scaling by 1/sqrt(d_k)?": dict(base, scale=1.0),
+            "Divide the scores by sqrt(d_k), do not multiply them by it.": dict(base, scale=1 / math.sqrt(d_k)),
             "The mask must act before the softmax: set masked scores to -inf, then normalise. Zeroing "
-            "weights after the softmax leaves rows that no longer sum to 1.":
-                dict(scale=math.sqrt(d_k), after=True),
+            "weights after the softmax leaves rows that no longer sum to 1.": dict(base, after=True),
             "A query whose keys are all masked should get zero weights: with a large negative number "
             "(e.g. -1e9) instead of -inf such a row becomes uniform. Detect those rows (mask.any(dim=-1)) "
-            "and zero them.": dict(scale=math.sqrt(d_k), fill=-1e9, fix_empty=False),
+            "and zero them.": dict(base, fill=-1e9, fix_empty=False),
             "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the "
-            "queries (dim=-2).": dict(scale=math.sqrt(d_k), dim=-2),
-            "The mask is inverted: True means keep (attend), False means masked.":
-                dict(scale=math.sqrt(d_k), invert=True),
+            "queries (dim=-2).": dict(base, dim=-2),
+            "The mask is inverted: True means keep (attend), False means masked.": dict(base, invert=True),
             "The mask seems inverted (True means keep, False means masked), and rows left with no key give NaN.":
-                dict(scale=math.sqrt(d_k), invert=True, fix_empty=False),
+                dict(base, invert=True, fix_empty=False),
             "Masked scores must become -inf before the softmax; filling them with 0 still gives "
-            "those keys weight.": dict(scale=math.sqrt(d_k), fill=0.0, fix_empty=False),
+            "those keys weight.": dict(base, fill=0.0, fix_empty=False),
             "A query whose keys are all masked should get zero weights and a zero output, not NaN: "
-            "detect such rows (mask.any(dim=-1)) and zero them.":
-                dict(scale=math.sqrt(d_k), fix_empty=False),
+            "detect such rows (mask.any(dim=-1)) and zero them.": dict(base, fix_empty=False),
         }
+        if bias is not None:
+            variants |= {
+                "Add the bias after the scaling, q k^T / sqrt(d_k) + bias: added before the division it is "
+                "shrunk by sqrt(d_k) too.": dict(base, bias_mode="before-scale"),
+                "The bias was ignored: add it to the scores (q k^T / sqrt(d_k) + bias) before the softmax.":
+                    dict(base, bias_mode="ignore"),
+                "The bias is added to the scores, not subtracted: a negative entry already lowers a weight.":
+                    dict(base, bias_mode="subtract"),
+                "Multiplying the weights by exp(bias) after the softmax leaves rows that no longer sum to 1: "
+                "add the bias to the scores before the softmax.": dict(base, bias_mode="exp-after"),
+            }
+            if q.shape[-2] == k.shape[-2]:
+                variants["The bias is transposed: bias[..., i, j] belongs to query i and key j, like the "
+                         "scores q k^T."] = dict(base, bias_mode="transpose")
         if mask is None:
             variants = {h: kw for h, kw in variants.items() if "mask" not in h.lower()}
         wrong = {hint: _attention_variant(q, k, v, mask, **kw) for hint, kw in variants.items()}
         if mask is not None:
             wrong["The mask was ignored: masked keys still get weight. Set their scores to -inf (where mask is "
-                  "False) before the softmax."] = _attention_variant(q, k, v, None, math.sqrt(d_k))
+                  "False) before the softmax."] = _attention_variant(q, k, v, None, math.sqrt(d_k), bias=bias)
         _expect_order(out, weights, want_out, want_w, "my_attention")
         expect_tensor(weights, f"weights {where}", want_w.shape)
         expect_close(weights, want_w, f"weights {where}", {h: w[1] for h, w in wrong.items()})

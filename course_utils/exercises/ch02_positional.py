@@ -21,61 +21,94 @@ from .experiment import Expected, compare_prediction, judge_range, read_predicti
 __all__ = ["check_alibi_slopes", "check_apply_rope", "check_half_offset", "check_shift_rotation", "check_sinusoidal"]
 
 
-# ---------------------------------------------------------------- 2.1 sinusoidal table
+# ---------------------------------------------------------------- 2.1 sinusoidal table, any base, odd d_model
 def _pe_variant(
     T: int, d_model: int, base: float = 10000.0, swap: bool = False, exponent: str = "2i/d",
-    layout: str = "interleaved", start: int = 0,
+    layout: str = "interleaved", start: int = 0, width: int | None = None,
 ) -> Tensor:
-    """The sinusoidal table with one deliberate change (base, sin/cos order, exponent, layout, first position)."""
+    """The sinusoidal table with one deliberate change (base, sin/cos order, exponent, layout, first position).
+
+    Columns 2i hold sin(p * w_i) and columns 2i+1 hold cos(p * w_i), w_i = base^(-2i/width) with
+    width = d_model unless given; an odd d_model ends with the sine column of one more pair.
+    """
+    width = d_model if width is None else width
+    n_sin, n_cos = (d_model + 1) // 2, d_model // 2
     p = torch.arange(start, start + T, dtype=torch.float64).unsqueeze(1)  # (T, 1)
-    i = torch.arange(d_model // 2, dtype=torch.float64)  # (d_model/2,)
+    i = torch.arange(n_sin, dtype=torch.float64)  # (ceil(d_model/2),)
     if exponent == "2i/d":
-        angles = p / base ** (2 * i / d_model)  # (T, d_model/2)
+        angles = p / base ** (2 * i / width)  # (T, ceil(d_model/2))
     elif exponent == "i/d":
-        angles = p / base ** (i / d_model)
+        angles = p / base ** (i / width)
     elif exponent == "times":
-        angles = p * base ** (2 * i / d_model)
+        angles = p * base ** (2 * i / width)
     elif exponent == "floor":  # 2 * i // d_model in integer arithmetic is 0 for every i
         angles = p * torch.ones_like(i)
     else:
         raise ValueError(exponent)
     first, second = (torch.cos(angles), torch.sin(angles)) if swap else (torch.sin(angles), torch.cos(angles))
     if layout == "halves":
-        out = torch.cat([first, second], dim=-1)  # (T, d_model): all sines, then all cosines
+        out = torch.cat([first, second[:, :n_cos]], dim=-1)  # (T, d_model): all sines, then all cosines
     elif layout == "column":  # each column j uses its own index: exponent j/d_model, also for odd j
         j = torch.arange(d_model, dtype=torch.float64)
-        ang = p / base ** (j / d_model)  # (T, d_model)
+        ang = p / base ** (j / width)  # (T, d_model)
         out = torch.where(j % 2 == 0, torch.sin(ang), torch.cos(ang))
     else:
-        out = torch.stack([first, second], dim=-1).flatten(-2)  # (T, d_model/2, 2) -> (T, d_model)
+        out = torch.zeros(T, d_model, dtype=torch.float64)
+        out[:, 0::2], out[:, 1::2] = first, second[:, :n_cos]  # (T, d_model), interleaved
     return out.float()
 
 
-@checker("2.1", "sinusoidal positional encoding")
-def check_sinusoidal(fn: Callable[[int, int], Tensor]) -> str:
-    """Check ``fn(T, d_model)``: the paper's (T, d_model) sinusoidal table. Chapter 2."""
-    for T, d_model in [(50, 64), (7, 10), (3, 128), (1, 2)]:
-        got = call_student(fn, T, d_model, what="my_sinusoidal_encoding")
-        want = sinusoidal_encoding(T, d_model)
+_ODD_HINT = (
+    " For an odd d_model there is one more sine column than cosine columns: columns 0, 2, ..., d_model - 1 "
+    "hold sines ((d_model + 1) // 2 of them) and columns 1, 3, ..., d_model - 2 cosines (d_model // 2): take "
+    "the frequencies for the cosines from the first d_model // 2 pairs."
+)
+
+
+@checker("2.1", "sinusoidal table for any base and width")
+def check_sinusoidal(fn: Callable[[int, int, float], Tensor]) -> str:
+    """Check ``fn(T, d_model, base)``: the sinusoidal table with base ``base``, also for odd d_model. Chapter 2."""
+    for T, d_model, base in [(50, 64, 10000.0), (12, 9, 10000.0), (20, 16, 500.0), (7, 7, 100.0), (5, 1, 10000.0)]:
+        what = f"my_sinusoidal_encoding({T}, {d_model}, base={base:g})"
+        try:
+            got = call_student(fn, T, d_model, base, what="my_sinusoidal_encoding")
+        except CheckFailed as failure:
+            if d_model % 2 and ("shape" in str(failure) or "size" in str(failure)):
+                raise CheckFailed(f"{failure}{_ODD_HINT}") from None
+            raise
+        got = expect_tensor(got, what)
+        if d_model % 2 and tuple(got.shape) in ((T, d_model - 1), (T, d_model + 1)):
+            raise CheckFailed(f"{what} should have shape ({T}, {d_model}), got {tuple(got.shape)}.{_ODD_HINT}")
+        want = _pe_variant(T, d_model, base=base)
         mistakes = {
             "Even columns (2i) hold sin and odd columns (2i+1) hold cos; yours are swapped.":
-                _pe_variant(T, d_model, swap=True),
-            "The exponent is 2i/d_model where i counts pairs (0 .. d_model/2-1); you used i/d_model.":
-                _pe_variant(T, d_model, exponent="i/d"),
-            "Both columns of pair i share one frequency 1/10000^(2i/d_model); you gave the cos column 2i+1 "
-            "its own exponent (2i+1)/d_model.": _pe_variant(T, d_model, layout="column"),
-            "The base is 10000, not 1000.": _pe_variant(T, d_model, base=1000.0),
-            "Divide the position by 10000^(2i/d_model) (frequencies shrink with i); you multiplied.":
-                _pe_variant(T, d_model, exponent="times"),
+                _pe_variant(T, d_model, base=base, swap=True),
+            "The exponent is 2i/d_model where i counts pairs (0, 1, ...); you used i/d_model.":
+                _pe_variant(T, d_model, base=base, exponent="i/d"),
+            "Both columns of pair i share one frequency 1/base^(2i/d_model); you gave the cos column 2i+1 "
+            "its own exponent (2i+1)/d_model.": _pe_variant(T, d_model, base=base, layout="column"),
+            "Use the base argument: your table uses the paper's 10000 whatever base is.":
+                _pe_variant(T, d_model),
+            "Divide the position by base^(2i/d_model) (frequencies shrink with i); you multiplied.":
+                _pe_variant(T, d_model, base=base, exponent="times"),
             "Interleave the columns (sin, cos, sin, cos, ...): you put all sines first, then all cosines.":
-                _pe_variant(T, d_model, layout="halves"),
+                _pe_variant(T, d_model, base=base, layout="halves"),
             "Positions start at 0: row p of the table is position p (use torch.arange(T)).":
-                _pe_variant(T, d_model, start=1),
+                _pe_variant(T, d_model, base=base, start=1),
             "Every column has the same frequency: 2 * i // d_model is integer division and always 0. Use "
-            "float division (2 * i / d_model, with i a float tensor).": _pe_variant(T, d_model, exponent="floor"),
+            "float division (2 * i / d_model, with i a float tensor).":
+                _pe_variant(T, d_model, base=base, exponent="floor"),
         }
-        expect_close(got, want, f"my_sinusoidal_encoding({T}, {d_model})", mistakes, atol=1e-4)
-    return "Your table matches the paper's formula, including PE[10, :4] for d_model = 64."
+        if d_model % 2:
+            mistakes["The exponent divides by the d_model you were given: you built the table for "
+                     "d_model + 1 and cut off the last column, which changes every frequency."] = (
+                _pe_variant(T, d_model, base=base, width=d_model + 1)
+            )
+            mistakes["The exponent divides by the d_model you were given, not by d_model - 1."] = (
+                _pe_variant(T, d_model, base=base, width=max(d_model - 1, 1))
+            )
+        expect_close(got, want, what, mistakes, atol=1e-4)
+    return "Your table follows the formula for any base, and an odd d_model ends with one more sine column."
 
 
 # ---------------------------------------------------------------- 2.2 shift rotation R(k)
@@ -137,57 +170,96 @@ def _rope_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str) -> Tensor:
     return torch.stack([a, b], dim=-1).flatten(-2)
 
 
-@checker("2.3", "applying RoPE")
+def _rope_halves_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str = "right") -> Tensor:
+    """RoPE in the halves convention (dimension i paired with i + d_k/2), with one deliberate change."""
+    T, d_k = x.shape[-2:]
+    c, s = cos[:T], sin[:T]  # (T, d_k/2)
+    x1, x2 = x[..., : d_k // 2], x[..., d_k // 2 :]  # (..., T, d_k/2) each
+    if mode == "minus":
+        a, b = x1 * c + x2 * s, -x1 * s + x2 * c
+    elif mode == "swap":
+        a, b = x1 * s - x2 * c, x1 * c + x2 * s
+    else:
+        a, b = x1 * c - x2 * s, x1 * s + x2 * c
+    if mode == "stack":  # the pairs' results interleaved (2i, 2i+1) instead of put back in the two halves
+        return torch.stack([a, b], dim=-1).flatten(-2)
+    return torch.cat([a, b], dim=-1)  # (..., T, d_k)
+
+
+@checker("2.3", "RoPE in the halves convention")
 def check_apply_rope(fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> str:
-    """Check ``fn(x, cos, sin)``: rotate adjacent pairs (2i, 2i+1) of x (..., T, d_k) by m w_i. Chapter 2."""
+    """Check ``fn(x, cos, sin)``: rotate the pairs (i, i + d_k/2) of x (..., T, d_k) by m w_i. Chapter 2."""
     g = torch.Generator().manual_seed(22)
     for shape, base in [((2, 3, 6, 8), 10000.0), ((5, 4), 10000.0), ((1, 9, 16), 500.0), ((1, 2), 10000.0)]:
         x = torch.randn(*shape, generator=g)
         cos, sin = rope_tables(shape[-2], shape[-1], base=base)
-        got = call_student(fn, x.clone(), cos.clone(), sin.clone(), what="my_apply_rope")
-        want = apply_rope(x, cos, sin)
+        got = call_student(fn, x.clone(), cos.clone(), sin.clone(), what="my_apply_rope_halves")
+        want = _rope_halves_variant(x, cos, sin)
         mistakes = {
-            "You paired dimension i with i + d_k/2 (the 'halves' convention of some libraries). That is a valid "
-            "RoPE too, but this course pairs adjacent dimensions (2i, 2i+1), like the sinusoidal table: use "
-            "x[..., 0::2] and x[..., 1::2].": _rope_variant(x, cos, sin, "halves"),
-            "You rotated by -m w_i: the first member of a pair becomes x1 cos - x2 sin and the second "
-            "x1 sin + x2 cos.": _rope_variant(x, cos, sin, "minus"),
-            "The rotated pairs must go back to their places (2i, 2i+1): stack them on a new last axis and "
-            "flatten, rather than concatenating all first members and then all second members.":
-                _rope_variant(x, cos, sin, "concat"),
+            "You paired adjacent dimensions (2i, 2i+1), the convention of course_utils.positional.apply_rope. "
+            "This exercise pairs dimension i with i + d_k/2: x[..., :d_k // 2] with x[..., d_k // 2:].":
+                apply_rope(x, cos, sin),
+            "You rotated by -m w_i: the first half becomes x1 cos - x2 sin and the second half x1 sin + x2 cos.":
+                _rope_halves_variant(x, cos, sin, "minus"),
+            "The rotated pairs must go back to their places (i, i + d_k/2): concatenate the new first half "
+            "and the new second half, rather than interleaving them.": _rope_halves_variant(x, cos, sin, "stack"),
             "cos and sin are swapped: the angle's cosine multiplies the member itself.":
-                _rope_variant(x, cos, sin, "swap"),
+                _rope_halves_variant(x, cos, sin, "swap"),
             "Nothing was rotated: the output equals the input.": x,
         }
         if base != 10000.0:  # tables rebuilt inside the function only show when the given ones differ
             mistakes["Use the cos and sin tables passed in: you rebuilt them yourself (these use another base)."] = (
-                apply_rope(x, *rope_tables(shape[-2], shape[-1]))
+                _rope_halves_variant(x, *rope_tables(shape[-2], shape[-1]))
             )
-        expect_close(got, want, f"my_apply_rope on x of shape {shape}", mistakes, atol=1e-5)
-    return "The scores of rotated queries and keys now depend only on m - n."
+        expect_close(got, want, f"my_apply_rope_halves on x of shape {shape}", mistakes, atol=1e-5)
+    return "Pairs (i, i + d_k/2) rotate by m w_i; the scores of rotated queries and keys depend only on m - n."
 
 
 # ---------------------------------------------------------------- 2.4 ALiBi slopes
-@checker("2.4", "ALiBi slopes")
+def _alibi_geometric(n: int) -> Tensor:
+    """r, r^2, ..., r^n with r = 2^(-8/n): the slopes for n a power of two (and the naive rule for any n)."""
+    return torch.tensor([2.0 ** (-8.0 * (h + 1) / n) for h in range(n)])
+
+
+@checker("2.4", "ALiBi slopes for any number of heads")
 def check_alibi_slopes(fn: Callable[[int], Tensor]) -> str:
-    """Check ``fn(n_heads)``: ALiBi's per-head slopes for n_heads a power of two. Chapter 2."""
-    for n in [8, 4, 16, 2, 1]:
+    """Check ``fn(n_heads)``: ALiBi's per-head slopes, also for n_heads not a power of two. Chapter 2."""
+    for n in [8, 4, 6, 12, 3, 16, 5, 2, 1]:  # powers of two first: a mistake there has the plainer hint
         got = call_student(fn, n, what="my_alibi_slopes")
         got = expect_tensor(got, f"my_alibi_slopes({n})", (n,))
         want = alibi_slopes(n)
+        n0 = 1 << (n.bit_length() - 1)  # the largest power of two <= n
         r = 2.0 ** (-8.0 / n)
-        mistakes = {
+        mistakes: dict[str, Tensor] = {}
+        if n0 == n:
+            mistakes["Largest slope first: head 0 gets r = 2^(-8/n) and the slopes shrink to 1/256."] = want.flip(0)
+        else:
+            extra = _alibi_geometric(2 * n0)
+            mistakes |= {
+                f"{n} is not a power of two, and then the slopes are not 2^(-8/n), 2^(-16/n), ...: take the "
+                f"{n0} slopes of n0 = {n0} heads, then add every other slope of the {2 * n0}-head sequence.":
+                    _alibi_geometric(n),
+                f"Add every other slope of the {2 * n0}-head sequence (indices 0, 2, 4, ...), not its first "
+                f"{n - n0}: the slopes in between are the ones you already have.":
+                    torch.cat([_alibi_geometric(n0), extra[: n - n0]]),
+                f"Take the slopes at indices 0, 2, 4, ... of the {2 * n0}-head sequence: the ones at 1, 3, 5, "
+                f"... repeat the {n0} slopes you already have.":
+                    torch.cat([_alibi_geometric(n0), extra[1::2][: n - n0]]),
+                f"Start from the largest power of two below n ({n0}), not the next one up ({2 * n0}): the "
+                f"first {n0} slopes are those of {n0} heads.": extra[:n],
+                f"Keep Press et al.'s order: the {n0} slopes of {n0} heads first, then the extra ones; do "
+                "not sort them.": want.sort(descending=True).values,
+            }
+        mistakes |= {
             "The ratio depends on the number of heads: the slopes are r, r^2, ..., r^n with r = 2^(-8/n), so "
             "the last head always gets 1/256. Halving per head is right only for n = 8.":
                 torch.tensor([2.0 ** -(h + 1) for h in range(n)]),
             "The first head's slope is r = 2^(-8/n), not 1: count the powers from 1 to n.":
                 torch.tensor([r**h for h in range(n)]),
-            "Largest slope first: head 0 gets r = 2^(-8/n) and the slopes shrink to 1/256.":
-                want.flip(0),
             "Slopes are positive numbers; the minus sign belongs in the bias -m * |i - j|.": -want,
         }
         expect_close(got, want, f"my_alibi_slopes({n})", mistakes, atol=1e-6)
-    return "With 8 heads the slopes are 1/2, 1/4, ..., 1/256, as in Press et al."
+    return "With 8 heads the slopes are 1/2, 1/4, ..., 1/256, and 6 heads take the 4-head slopes plus two more."
 
 
 # ----- 2.5 how far apart do two positions look alike? (experiment) ----------------------------------

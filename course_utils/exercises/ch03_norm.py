@@ -19,66 +19,68 @@ from .core import CheckFailed, call_student, checker, close, expect_close, expec
 from .core import as_number as _as_number
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_layer_norm", "check_masked_stats", "check_residual_experiment", "check_residual_sublayer",
+__all__ = ["check_masked_stats", "check_residual_experiment", "check_residual_sublayer", "check_rms_norm",
            "check_stream_growth"]
 
 
-# ---------------------------------------------------------------- 3.1 layer norm
-def _ln(x: Tensor, gamma: Tensor, beta: Tensor, eps: float, dim: int = -1, unbiased: bool = False,
-        eps_outside: bool = False, affine: bool = True, swap: bool = False, no_sqrt: bool = False) -> Tensor:
-    """Layer norm with one deliberate change (which dim, which variance, where eps goes, gamma/beta)."""
-    mean = x.mean(dim=dim, keepdim=True)
-    var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
+# ---------------------------------------------------------------- 3.1 RMS norm
+def _rms(x: Tensor, gamma: Tensor, eps: float, dim: int = -1, centre: bool = False, eps_outside: bool = False,
+         affine: bool = True, no_sqrt: bool = False, reduce: str = "mean") -> Tensor:
+    """RMS norm with one deliberate change (which dim, a subtracted mean, where eps goes, sum for mean, gamma)."""
+    if centre:
+        x = x - x.mean(dim=dim, keepdim=True)
+    sq = x.pow(2).sum(dim=dim, keepdim=True) if reduce == "sum" else x.pow(2).mean(dim=dim, keepdim=True)
     if no_sqrt:
-        y = (x - mean) / (var + eps)
+        y = x / (sq + eps)
     else:
-        y = (x - mean) / (var.sqrt() + eps if eps_outside else (var + eps).sqrt())
-    if swap:
-        return beta * y + gamma
-    return gamma * y + beta if affine else y
+        y = x / (sq.sqrt() + eps if eps_outside else (sq + eps).sqrt())
+    return gamma * y if affine else y
 
 
-@checker("3.1", "layer norm from scratch")
-def check_layer_norm(fn: Callable[[Tensor, Tensor, Tensor, float], Tensor]) -> str:
-    """Check ``fn(x, gamma, beta, eps)``: layer norm over the last dimension of ``x``. Chapter 3."""
+@checker("3.1", "RMS norm from scratch")
+def check_rms_norm(fn: Callable[[Tensor, Tensor, float], Tensor]) -> str:
+    """Check ``fn(x, gamma, eps)``: RMS norm over the last dimension of ``x``, scaled by ``gamma``. Chapter 3."""
     g = torch.Generator().manual_seed(31)
     cases = [
-        (torch.randn(4, 6, 8, generator=g) * 0.01 + 0.3, 1e-5),  # tiny variance: where eps sits matters
-        (torch.randn(5, 8, generator=g) * 2 - 1, 0.1),  # 2-D input, a large eps
-        (torch.randn(3, 2, 4, 16, generator=g) * 3, 1e-5),  # 4-D input: always the last dimension
+        (torch.randn(4, 6, 8, generator=g) * 0.02 + 0.5, 1e-5),  # a large mean: subtracting it is not RMS norm
+        (torch.randn(5, 8, generator=g) * 0.01, 1e-5),  # tiny values: where eps sits matters
+        (torch.randn(3, 2, 4, 16, generator=g) * 3 - 1, 0.1),  # 4-D input and a large eps
         (torch.randn(1, 1, 8, generator=g), 1e-5),  # batch of 1, a single token
     ]
     for x, eps in cases:
         d = x.shape[-1]
-        gamma, beta = torch.rand(d, generator=g) + 0.5, torch.randn(d, generator=g)
-        got = call_student(fn, x.clone(), gamma.clone(), beta.clone(), eps, what="my_layer_norm")
-        want = _ln(x, gamma, beta, eps)
+        gamma = torch.rand(d, generator=g) + 0.5
+        got = call_student(fn, x.clone(), gamma.clone(), eps, what="my_rms_norm")
+        want = _rms(x, gamma, eps)
         mistakes = {
-            "Is eps inside the sqrt? Use (x - mean) / sqrt(var + eps), not / (sqrt(var) + eps).":
-                _ln(x, gamma, beta, eps, eps_outside=True),
-            "Use the biased variance (divide by d_model, unbiased=False), as nn.LayerNorm does.":
-                _ln(x, gamma, beta, eps, unbiased=True),
-            "Did you forget gamma and beta? Scale by gamma and shift by beta after normalising.":
-                _ln(x, gamma, beta, eps, affine=False),
-            "gamma and beta are swapped: gamma scales (multiplies) and beta shifts (adds): gamma * y + beta.":
-                _ln(x, gamma, beta, eps, swap=True),
-            "Divide by the standard deviation sqrt(var + eps), not by the variance.":
-                _ln(x, gamma, beta, eps, no_sqrt=True),
-            "Normalise each token over its own features (mean and var over dim=-1, keepdim=True), not over "
-            "the whole tensor.": gamma * (x - x.mean()) / (x.var(unbiased=False) + eps).sqrt() + beta,
+            "RMS norm does not subtract the mean: divide x itself by sqrt(mean(x**2) + eps). Subtracting "
+            "the mean first is layer norm without beta.": _rms(x, gamma, eps, centre=True),
+            "Is eps inside the sqrt? Use x / sqrt(mean(x**2) + eps), not x / (sqrt(mean(x**2)) + eps).":
+                _rms(x, gamma, eps, eps_outside=True),
+            "Take the mean of the squares over the features, not their sum: x / sqrt(sum(x**2)) is x "
+            "divided by its length, which shrinks as d_model grows.": _rms(x, gamma, eps, reduce="sum"),
+            "Did you forget gamma? Scale the normalised x by gamma.": _rms(x, gamma, eps, affine=False),
+            "Divide by the root of the mean square, sqrt(mean(x**2) + eps), not by the mean square itself.":
+                _rms(x, gamma, eps, no_sqrt=True),
+            "Normalise each token over its own features (dim=-1, keepdim=True), not over the whole tensor.":
+                gamma * x / (x.pow(2).mean() + eps).sqrt(),
+            "RMS norm divides by the root mean square of x, not by its standard deviation (the std "
+            "subtracts the mean inside).": gamma * x / (x.var(dim=-1, keepdim=True, unbiased=False) + eps).sqrt(),
         }
         if eps != 1e-5:
-            mistakes["Use the eps argument: your result matches a fixed eps = 1e-5."] = _ln(x, gamma, beta, 1e-5)
-        mistakes["Did you forget eps? Divide by sqrt(var + eps): eps keeps a token with (almost) no variance "
-                 "from blowing up."] = _ln(x, gamma, beta, 0.0)
+            mistakes["Use the eps argument: your result matches a fixed eps = 1e-5."] = _rms(x, gamma, 1e-5)
+        mistakes |= {
+            "Did you forget eps? Divide by sqrt(mean(x**2) + eps): eps keeps a token of (almost) zeros "
+            "from blowing up.": _rms(x, gamma, 0.0),
+        }
         if x.dim() > 1 and x.shape[0] > 1:
             mistakes["Normalise each token over its features (dim=-1), not over the batch (dim=0)."] = (
-                _ln(x, gamma, beta, eps, dim=0)
+                _rms(x, gamma, eps, dim=0)
             )
         if x.dim() > 2:
-            mistakes["Normalise over the last dimension (features), not over dim=1."] = _ln(x, gamma, beta, eps, dim=1)
-        expect_close(got, want, f"my_layer_norm on an input of shape {tuple(x.shape)} with eps={eps}", mistakes)
-    return "Each token now has mean 0 and std 1 before gamma and beta."
+            mistakes["Normalise over the last dimension (features), not over dim=1."] = _rms(x, gamma, eps, dim=1)
+        expect_close(got, want, f"my_rms_norm on an input of shape {tuple(x.shape)} with eps={eps}", mistakes)
+    return "Each token now has a root mean square of 1 before gamma; its mean is left alone."
 
 
 # ---------------------------------------------------------------- 3.2 residual sublayer

@@ -12,7 +12,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, combine_masks, padding_mask
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
 from .core import as_number as _as_number
@@ -45,110 +44,153 @@ def _expect_equal_mask(got: Tensor, want: Tensor, what: str, mistakes: dict[str,
     )
 
 
-@checker("4.1", "causal mask")
-def check_causal_mask(fn: Callable[[int], Tensor]) -> str:
-    """Check ``fn(T)`` returns the (1, 1, T, T) boolean causal keep-mask."""
-    for T in (5, 8, 2, 1):  # larger T first: at T = 1 several mistakes look alike
-        got = call_student(fn, T, what="your causal_mask")
-        got = expect_tensor(got, f"causal_mask({T})")
-        want = causal_mask(T)
+def _window_reference(T: int, w: int) -> Tensor:
+    """Keep-mask (1, 1, T, T): query i sees keys i-w+1 .. i (its w most recent positions, itself included)."""
+    i = torch.arange(T).view(T, 1)  # (T, 1) query positions
+    j = torch.arange(T).view(1, T)  # (1, T) key positions
+    return ((j <= i) & (j > i - w)).view(1, 1, T, T)  # (T, T) -> (1, 1, T, T)
+
+
+@checker("4.1", "sliding-window causal mask")
+def check_window_mask(fn: Callable[[int, int], Tensor]) -> str:
+    """Check ``fn(T, w)`` returns the (1, 1, T, T) boolean keep-mask of causal attention over a window of w keys."""
+    # larger T and a window narrower than T first: at w >= T the window is the plain causal mask
+    for T, w in ((8, 3), (6, 2), (7, 1), (5, 5), (4, 9), (1, 1)):
+        what = f"window_mask({T}, {w})"
+        got = expect_tensor(call_student(fn, T, w, what="your window_mask"), what)
         if tuple(got.shape) != (1, 1, T, T):
             hint = ""
             if tuple(got.shape) == (T, T):
                 hint = " Add batch and head dimensions with .view(1, 1, T, T) so it broadcasts against (B, h, T, T)."
-            raise CheckFailed(f"causal_mask({T}) should have shape (1, 1, {T}, {T}), got {tuple(got.shape)}.{hint}")
-        got = _expect_bool(got, f"causal_mask({T})")
+            raise CheckFailed(f"{what} should have shape (1, 1, {T}, {T}), got {tuple(got.shape)}.{hint}")
+        got = _expect_bool(got, what)
+        want = _window_reference(T, w)
         full = torch.ones(T, T, dtype=torch.bool)
-        _expect_equal_mask(got, want, f"causal_mask({T})", {
-            "It is upper-triangular: query i may see keys 0..i (the past), so keep the lower triangle (tril).":
-                full.triu().view(1, 1, T, T),
-            "The diagonal is masked: a position may attend to itself. Use tril() with diagonal=0.":
-                full.tril(-1).view(1, 1, T, T),
-            f"It is inverted: True marks the future here. {_CONVENTION}":
-                full.triu(1).view(1, 1, T, T),
-            "It masks nothing: every query sees the future. Keep only the lower triangle (tril).":
-                full.view(1, 1, T, T),
-            "It is shifted by one: each query also sees the next key. Use tril() with diagonal=0, not 1.":
-                full.tril(1).view(1, 1, T, T),
+
+        def band(low: int, high: int, full: Tensor = full) -> Tensor:  # keys i+low .. i+high, (1, 1, T, T)
+            return (full.tril(high) & ~full.tril(low - 1)).unsqueeze(0).unsqueeze(0)
+
+        _expect_equal_mask(got, want, what, {
+            "It keeps every past key: this is the plain causal mask. Also drop the keys more than w - 1 "
+            "positions back (a second triangle, e.g. tril() & ~tril(-w)).": causal_mask(T),
+            "Each query sees w + 1 keys: the window holds w keys, the query's own position included "
+            "(keys i - w + 1 .. i), so cut at tril(-w), not tril(-w - 1).": band(-w, 0),
+            "Each query sees only w - 1 keys: the window holds w keys, the query's own position included "
+            "(keys i - w + 1 .. i), so cut at tril(-w), not tril(-w + 1).": band(-w + 2, 0),
+            "The window looks into the future: query i may see keys i - w + 1 .. i, never a key after i.":
+                band(0, w - 1),
+            "The window is centred on the query and so sees the future: a causal window ends at the query "
+            "(keys i - w + 1 .. i).": band(-(w // 2), w // 2),
+            f"It is inverted: True marks the keys outside the window here. {_CONVENTION}": ~want,
+            "The diagonal is masked: a position may attend to itself, and it is one of its w keys.":
+                band(-w, -1),
         })
-    return "Lower triangle including the diagonal, shape (1, 1, T, T)."
+    return "Each query sees itself and the w - 1 keys before it, never the future; shape (1, 1, T, T)."
 
 
-@checker("4.2", "padding mask")
-def check_padding_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
-    """Check ``fn(tokens, pad_id)`` returns the (B, 1, 1, T) boolean key-padding keep-mask."""
-    g = torch.Generator().manual_seed(4)
-    cases = [(torch.tensor([[5, 6, 7, 8, 9], [3, 4, 2, 0, 0], [7, 1, 0, 0, 0]]), 0),
-             (torch.tensor([[2, 9, 9]]), 9)]
-    for B, T, pad_id in ((4, 6, 0), (2, 1, 3)):
-        tokens = torch.randint(0, 5, (B, T), generator=g)
-        cases.append((tokens, pad_id))
-    for tokens, pad_id in cases:
-        B, T = tokens.shape
-        what = f"padding_mask for tokens of shape ({B}, {T})"
-        got = expect_tensor(call_student(fn, tokens.clone(), pad_id, what="your padding_mask"), what)
+@checker("4.2", "padding mask from sequence lengths")
+def check_length_mask(fn: Callable[[Tensor, int], Tensor]) -> str:
+    """Check ``fn(lengths, T)`` returns the (B, 1, 1, T) boolean key-padding keep-mask of sequences of these lengths."""
+    cases = [(torch.tensor([5, 3, 1]), 5), (torch.tensor([2, 4]), 7), (torch.tensor([4, 4, 4, 4]), 4),
+             (torch.tensor([1]), 1), (torch.tensor([3, 6, 2]), 6)]
+    for lengths, T in cases:
+        B = lengths.shape[0]
+        what = f"length_mask for lengths {lengths.tolist()} and T = {T}"
+        try:
+            raw = call_student(fn, lengths.clone(), T, what="your length_mask")
+        except CheckFailed as failure:
+            if "must match the size" in str(failure):
+                raise CheckFailed(f"{failure} Compare torch.arange(T) with lengths[:, None] (shape (B, 1)) so that "
+                                  "they broadcast to a (B, T) table.") from None
+            raise
+        got = expect_tensor(raw, what)
+        positions = torch.arange(T)  # (T,)
+        want = (positions < lengths.view(B, 1)).view(B, 1, 1, T)  # (B, T) -> (B, 1, 1, T)
         if tuple(got.shape) != (B, 1, 1, T):
             hint = ""
             if tuple(got.shape) == (B, T):
                 hint = " Reshape with .view(B, 1, 1, T): one slot for heads and one for queries, keys last."
             elif tuple(got.shape) == (B, 1, T, 1):
                 hint = " The padding is on the keys, the last axis: use (B, 1, 1, T), not (B, 1, T, 1)."
+            elif len(got.shape) == 4 and got.shape[-1] == int(lengths.max()) and got.shape[0] == B:
+                hint = (" Use the T argument for the last axis, not lengths.max(): the batch may be padded beyond "
+                        "its longest sequence.")
             raise CheckFailed(f"{what} should have shape ({B}, 1, 1, {T}), got {tuple(got.shape)}.{hint}")
         got = _expect_bool(got, what)
-        want = padding_mask(tokens, pad_id)
         _expect_equal_mask(got, want, what, {
+            "It keeps one position too many: sequence b has real tokens at positions 0 .. lengths[b] - 1, so "
+            "compare positions < lengths, not <=.": (positions <= lengths.view(B, 1)).view(B, 1, 1, T),
+            "It keeps one position too few: sequence b has real tokens at positions 0 .. lengths[b] - 1, so "
+            "compare positions < lengths, not positions < lengths - 1.":
+                (positions < lengths.view(B, 1) - 1).view(B, 1, 1, T),
             f"It is inverted: True marks the padding. {_CONVENTION}": ~want,
-            "It does not depend on pad_id: compare with the pad_id argument, not a fixed 0.":
-                (tokens != 0).view(B, 1, 1, T),
-            f"It does not depend on pad_id and is inverted: compare tokens != pad_id. {_CONVENTION}":
-                (tokens == 0).view(B, 1, 1, T),
+            "The real tokens are at the start of each row (right padding): keep positions 0 .. lengths[b] - 1, "
+            "not the last lengths[b].": (positions >= T - lengths.view(B, 1)).view(B, 1, 1, T),
+            "Compare each sequence's positions with its own length: lengths.view(B, 1) against "
+            "torch.arange(T) gives a (B, T) table.": (positions < lengths.max()).expand(B, T).reshape(B, 1, 1, T),
         })
-    return "Shape (B, 1, 1, T_k), True on real tokens."
+    return "Shape (B, 1, 1, T), True on the first lengths[b] positions of row b."
 
 
-@checker("4.4", "masked softmax without NaN")
-def check_masked_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
-    """Check ``fn(scores, mask)`` is softmax over kept keys, with all-zero rows where all keys are masked."""
+def _additive_softmax(z: Tensor, dim: int = -1) -> Tensor:
+    """Softmax of z over ``dim`` with all-zero rows where every entry of z is -inf."""
+    empty = torch.isneginf(z).all(dim=dim, keepdim=True)  # rows with nothing to attend to
+    return torch.softmax(z.masked_fill(empty, 0.0), dim=dim).masked_fill(empty, 0.0)
+
+
+def _additive_cases() -> list[tuple[Tensor, Tensor]]:
     g = torch.Generator().manual_seed(44)
     B, h, T = 2, 2, 4
     scores = torch.randn(B, h, T, T, generator=g) * 3
     tokens = torch.tensor([[4, 5, 6, 0], [0, 7, 8, 0]])  # second sequence starts with padding
-    mask = combine_masks(padding_mask(tokens, 0), causal_mask(T))
-    assert mask is not None
-    cases = [(scores, mask), (scores[:1, :1, :1, :1], torch.zeros(1, 1, 1, 1, dtype=torch.bool)),
-             (scores[:, :, :3, :3], causal_mask(3))]
-    for s, m in cases:
-        got = call_student(fn, s.clone(), m.clone(), what="your masked_softmax")
-        got = expect_tensor(got, "masked_softmax", s.shape)
-        n = m.shape[-1]
-        eye = torch.eye(n)
-        # reference: the course's attention with q = s * sqrt(d_k) and k = I, so q k^T / sqrt(d_k) = s
-        _, want = scaled_dot_product_attention(s * math.sqrt(n), eye, eye, m)  # (..., T_q, T_k)
-        full = ~m.any(dim=-1, keepdim=True).expand_as(want)
+    keep = combine_masks(padding_mask(tokens, 0), causal_mask(T))  # (B, 1, T, T)
+    assert keep is not None
+    distance = (torch.arange(T).view(T, 1) - torch.arange(T).view(1, T)).abs().float()  # (T, T)
+    # a penalty on the kept keys (a distance bias, like ALiBi) and -inf on the masked ones
+    bias = (-0.5 * distance).masked_fill(~keep, float("-inf"))  # (B, 1, T, T) broadcasts over heads
+    only_penalty = -torch.rand(1, 1, 3, 3, generator=g) * 4  # finite everywhere: no key is hidden
+    return [
+        (scores, bias),
+        (scores[:, :, :3, :3], only_penalty),
+        (scores[:1, :1, :1, :1], torch.full((1, 1, 1, 1), float("-inf"))),  # one query, no key at all
+    ]
+
+
+@checker("4.4", "softmax with an additive mask")
+def check_additive_softmax(fn: Callable[[Tensor, Tensor], Tensor]) -> str:
+    """Check ``fn(scores, bias)``: softmax of scores + bias over the keys, all-zero rows where every key is -inf."""
+    for s, b in _additive_cases():
+        got = call_student(fn, s.clone(), b.clone(), what="your additive_softmax")
+        got = expect_tensor(got, "additive_softmax", s.shape)
+        z = s + b
+        want = _additive_softmax(z)
+        empty = torch.isneginf(z).all(dim=-1, keepdim=True).expand_as(want)
         if torch.isnan(got).any():
             raise CheckFailed(
-                "masked_softmax returns NaN. A row whose keys are all masked is softmax of all -inf: "
-                "exp(-inf)/sum = 0/0. Give such rows zeros (e.g. detect them with mask.any(-1) "
-                "and fill them before or after the softmax)."
+                "additive_softmax returns NaN. A row whose scores + bias are all -inf is softmax of all -inf: "
+                "0/0. Find such rows (torch.isneginf(z).all(-1)) and give them zeros, before or after the softmax."
             )
-        expect_close(got, want, "masked_softmax", mistakes={
-            "Fully masked rows should be all zeros, not uniform: did you use a large negative number "
-            "(e.g. -1e9) and stop there? Zero those rows after the softmax.":
-                torch.where(full, torch.full_like(want, 1.0 / n), want),
-            f"The mask looks inverted: masked keys got the weight. {_CONVENTION}":
-                torch.softmax(s.masked_fill(m, float("-inf")), dim=-1).nan_to_num(0.0).masked_fill(m, 0.0),
-            "Masked scores were set to 0, not -inf: a score of 0 still gets weight exp(0) > 0.":
-                torch.softmax(s.masked_fill(~m, 0.0), dim=-1),
-            "Masked weights were zeroed after a plain softmax but the rows were not renormalised: "
-            "mask the scores with -inf before the softmax.":
-                torch.softmax(s, dim=-1).masked_fill(~m, 0.0),
+        kept = torch.isfinite(b)
+        n = s.shape[-1]
+        expect_close(got, want, f"additive_softmax for scores of shape {tuple(s.shape)}", mistakes={
+            "Rows where every key is -inf should be all zeros, not uniform: did you clamp the -inf to a large "
+            "negative number (e.g. -1e9) and stop there? Zero those rows.":
+                torch.where(empty, torch.full_like(want, 1.0 / n), want),
+            "Add the bias to the scores: a finite negative entry lowers a key's weight without hiding it. "
+            "Here the bias was only used to decide which keys are hidden.":
+                _additive_softmax(s.masked_fill(~kept, float("-inf"))),
+            "The bias is not a keep-mask: an entry other than 0 lowers a key's weight (softmax of scores + "
+            "bias); only -inf hides the key.": _additive_softmax(s.masked_fill(b != 0, float("-inf"))),
+            "The bias was ignored: softmax(scores + bias), not softmax(scores).": torch.softmax(s, dim=-1),
+            "The weights were multiplied by exp(bias) after a plain softmax but not renormalised: add the "
+            "bias to the scores before the softmax (or divide each row by its new sum).":
+                torch.softmax(s, dim=-1) * b.exp(),
             "The softmax runs over the wrong dimension: normalise over the keys (dim=-1), not the queries.":
-                torch.softmax(s.masked_fill(~m, float("-inf")), dim=-2).nan_to_num(0.0).masked_fill(~m, 0.0),
-            "The mask was ignored: masked keys still get weight.": torch.softmax(s, dim=-1),
+                _additive_softmax(z, dim=-2),
             "Divide by each row's sum (dim=-1, keepdim=True), not by the sum over the whole tensor: every "
-            "row with a kept key must sum to 1.": (lambda e: e / e.sum())(s.masked_fill(~m, float("-inf")).exp()),
+            "row with a finite entry must sum to 1.": (lambda e: e / e.sum())(z.exp()),
         })
-    return "Kept rows sum to 1 and fully masked rows are zeros, like course_utils.attention."
+    return "softmax(scores + bias) over the keys; rows with only -inf are zeros, like course_utils.attention."
 
 
 # ----- 4.5 which queries see nothing? (transfer: left padding) --------------------------------------
