@@ -152,6 +152,15 @@ def check_shift_rotation(fn: Callable[[int, int], Tensor]) -> str:
 
 
 # ---------------------------------------------------------------- 2.3 applying RoPE
+def _rotate_pairs(x1: Tensor, x2: Tensor, c: Tensor, s: Tensor, mode: str) -> tuple[Tensor, Tensor]:
+    """Rotate each pair (x1, x2) by its angle; "minus" turns the wrong way, "swap" swaps cos and sin."""
+    if mode == "minus":
+        return x1 * c + x2 * s, -x1 * s + x2 * c
+    if mode == "swap":
+        return x1 * s - x2 * c, x1 * c + x2 * s
+    return x1 * c - x2 * s, x1 * s + x2 * c
+
+
 def _rope_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str) -> Tensor:
     T, d_k = x.shape[-2:]
     c, s = cos[:T], sin[:T]
@@ -159,12 +168,7 @@ def _rope_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str) -> Tensor:
         x1, x2 = x[..., : d_k // 2], x[..., d_k // 2 :]
         return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1)
     x1, x2 = x[..., 0::2], x[..., 1::2]
-    if mode == "minus":
-        a, b = x1 * c + x2 * s, -x1 * s + x2 * c
-    elif mode == "swap":
-        a, b = x1 * s - x2 * c, x1 * c + x2 * s
-    else:
-        a, b = x1 * c - x2 * s, x1 * s + x2 * c
+    a, b = _rotate_pairs(x1, x2, c, s, mode)
     if mode == "concat":
         return torch.cat([a, b], dim=-1)
     return torch.stack([a, b], dim=-1).flatten(-2)
@@ -175,12 +179,7 @@ def _rope_halves_variant(x: Tensor, cos: Tensor, sin: Tensor, mode: str = "right
     T, d_k = x.shape[-2:]
     c, s = cos[:T], sin[:T]  # (T, d_k/2)
     x1, x2 = x[..., : d_k // 2], x[..., d_k // 2 :]  # (..., T, d_k/2) each
-    if mode == "minus":
-        a, b = x1 * c + x2 * s, -x1 * s + x2 * c
-    elif mode == "swap":
-        a, b = x1 * s - x2 * c, x1 * c + x2 * s
-    else:
-        a, b = x1 * c - x2 * s, x1 * s + x2 * c
+    a, b = _rotate_pairs(x1, x2, c, s, mode)
     if mode == "stack":  # the pairs' results interleaved (2i, 2i+1) instead of put back in the two halves
         return torch.stack([a, b], dim=-1).flatten(-2)
     return torch.cat([a, b], dim=-1)  # (..., T, d_k)
