@@ -66,3 +66,19 @@ def test_read_prediction_takes_a_string_or_a_function_that_returns_one():
         read_prediction(lambda: 1 / 0, options)
     with pytest.raises(CheckFailed, match="not one of the choices"):
         read_prediction(lambda: "quicker", options)
+
+
+def test_measure_returns_a_float_and_names_the_call():
+    from course_utils.exercises.experiment import measure
+
+    assert measure(lambda flag, seed: 0.25, "train_deep_stack", True, 0) == 0.25
+    with pytest.raises(CheckFailed, match=r"train_deep_stack\(False, 0\) should return a number"):
+        measure(lambda flag, seed: "0.25", "train_deep_stack", False, 0)
+    with pytest.raises(CheckFailed, match="your top_weight raised ZeroDivisionError"):
+        measure(lambda d_k: 1 / 0, "top_weight", 4, label="top_weight(4)")
+
+    def stub(*args):
+        raise NotImplementedError
+
+    with pytest.raises(NotDoneYet):
+        measure(stub, "order_sensitivity", "none", 0)

@@ -16,8 +16,7 @@ from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
 from .core import CheckFailed, call_student, call_student_without, checker, close, expect_close, expect_tensor
-from .core import as_number as _as_number
-from .experiment import Expected, compare_prediction, judge_range, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
 
 __all__ = ["check_lookup_queries", "check_mha", "check_scale_experiment", "check_scaled_attention", "check_softmax"]
 
@@ -408,8 +407,7 @@ def check_scale_experiment(prediction: Any, fn: Callable[[int, bool, int], float
     measured = {}
     for d_k in (4, 256):
         for scaled in (True, False):
-            value = _as_number(call_student(fn, d_k, scaled, 0, what="your top_weight"),
-                              f"top_weight({d_k}, scaled={scaled}, seed=0)")
+            value = measure(fn, "top_weight", d_k, scaled, 0, label=f"top_weight({d_k}, scaled={scaled}, seed=0)")
             if not 1 / 16 - 1e-6 <= value <= 1 + 1e-6:
                 hint = (" A softmax row of 16 keys has its largest weight between 1/16 and 1: take the "
                         "softmax over the keys (the last axis), then the largest weight of each row.")

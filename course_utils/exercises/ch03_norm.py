@@ -16,8 +16,7 @@ from torch import Tensor, nn
 
 from ..norm import masked_feature_stats, residual_sublayer
 from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
-from .core import as_number as _as_number
-from .experiment import Expected, compare_prediction, judge_range, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
 
 __all__ = ["check_masked_stats", "check_residual_experiment", "check_residual_sublayer", "check_rms_norm",
            "check_stream_growth"]
@@ -255,10 +254,8 @@ def check_residual_experiment(prediction: Any, fn: Callable[[bool, int], float])
     """Run the learner's ``fn(residual, seed)`` (16 Linear+tanh layers trained for 200 SGD steps, final loss
     over the targets' variance) with and without residual connections and judge both results."""
     guess = read_prediction(prediction, RESIDUAL_OPTIONS)
-    plain = _as_number(call_student(fn, False, 0, what="your train_deep_stack", may_modify=True),
-                       "train_deep_stack(False, 0)")
-    resid = _as_number(call_student(fn, True, 0, what="your train_deep_stack", may_modify=True),
-                       "train_deep_stack(True, 0)")
+    plain = measure(fn, "train_deep_stack", False, 0)
+    resid = measure(fn, "train_deep_stack", True, 0)
     if plain == resid:
         raise CheckFailed("your two runs give the same number: does `residual` change the forward pass?")
     plain_line = judge_range(plain, PLAIN_STACK, what="your plain run")

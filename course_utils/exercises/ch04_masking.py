@@ -14,8 +14,7 @@ from torch import Tensor
 
 from ..masks import causal_mask, combine_masks, padding_mask
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
-from .core import as_number as _as_number
-from .experiment import Expected, compare_prediction, judge_range, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
 
 _CONVENTION = "The course's convention is a boolean keep-mask: True = attend, False = masked."
 
@@ -278,10 +277,8 @@ def check_mask_experiment(prediction: Any, fn: Callable[[bool, int], float]) -> 
     """Run the learner's ``fn(causal, seed)`` (a one-block next-token model on random tokens, mean loss of the
     last 20 of 200 steps) with and without the causal mask and judge both losses."""
     guess = read_prediction(prediction, MASK_OPTIONS)
-    masked = _as_number(call_student(fn, True, 0, what="your train_next_token", may_modify=True),
-                        "train_next_token(True, 0)")
-    open_ = _as_number(call_student(fn, False, 0, what="your train_next_token", may_modify=True),
-                       "train_next_token(False, 0)")
+    masked = measure(fn, "train_next_token", True, 0)
+    open_ = measure(fn, "train_next_token", False, 0)
     if masked == open_:
         raise CheckFailed("your two runs give the same loss: does `causal` decide the mask you pass to the block?")
     masked_line = judge_range(masked, CAUSAL_RUN, what="your masked run")

@@ -19,8 +19,7 @@ from ..masks import causal_mask, padding_mask
 from ..model import DecoderBlock
 from ..positional import sinusoidal_encoding
 from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
-from .core import as_number as _as_number
-from .experiment import Expected, compare_prediction, judge_range, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
 
 __all__ = ["check_decoder_block", "check_embed", "check_ffn", "check_mqa_layer_params", "check_order_experiment"]
 
@@ -295,8 +294,7 @@ def check_order_experiment(prediction: Any, fn: Callable[[str, int], float]) -> 
     guess = read_prediction(prediction, ORDER_OPTIONS)
     changes = {}
     for positional in ("none", "sinusoidal"):
-        value = _as_number(call_student(fn, positional, 0, what="your order_sensitivity"),
-                           f"order_sensitivity({positional!r}, 0)")
+        value = measure(fn, "order_sensitivity", positional, 0)
         if value < 0:
             raise CheckFailed(f"order_sensitivity({positional!r}, 0) is negative: return the largest absolute "
                               "difference, (a - b).abs().max().")

@@ -72,6 +72,16 @@ def judge_range(measured: Any, expected: Expected, *, what: str = "your measurem
     return f"The {expected.quantity} is {span}, as in the reference run: {expected.meaning}"
 
 
+def measure(fn: Any, name: str, *args: Any, label: str | None = None) -> float:
+    """The learner's measurement ``fn(*args)`` as a float; a crash or a non-number fails with a readable hint.
+
+    ``name`` is the function's name in the exercise ("train_deep_stack"); ``label`` names the call in
+    messages (default ``name(arg, ...)``). A measurement may train a model, so its inputs may change.
+    """
+    label = label or f"{name}({', '.join(repr(a) for a in args)})"
+    return as_number(call_student(fn, *args, what=f"your {name}", may_modify=True), label)
+
+
 def compare_prediction(prediction: str, outcome: str, explanations: Mapping[str, str] | None = None) -> str:
     """One sentence on the learner's prediction against the measured outcome (both option keys)."""
     if prediction == outcome:
