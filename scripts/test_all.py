@@ -1,9 +1,11 @@
 """Every check of the course, two at a time on a 2-core machine; then a summary and timing tables.
 
 Called by `make test` (through scripts/test_all.sh). Each step is one command whose output goes
-to reports/<step>.log. Independent steps run side by side (at most ``--jobs``, default: the
-number of CPU cores, capped at 2); a step waits for the steps it needs (the browser check needs
-the book). Every step runs even if another failed. At the end the log of every step is printed
+to reports/<step>.log. Independent steps run side by side (at most ``--jobs`` heavy ones, default:
+the number of CPU cores, capped at 2, plus one light step that mostly waits on a headless
+browser); a step waits for the steps it needs (the browser check needs the book), and the step
+heading the longest chain of waiting steps starts first (the build, so the browser check overlaps
+the notebooks). Every step runs even if another failed. At the end the log of every step is printed
 (in full for a failed step, its last lines otherwise), then the summary, a table of wall and CPU
 seconds per step and a table of seconds per notebook in each nbval pass.
 
@@ -50,7 +52,8 @@ class Step:
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     needs: tuple[str, ...] = ()
-    weight: float = 1.0  # expected seconds: longer steps start first
+    weight: float = 1.0  # expected seconds: the longest chain of steps starts first
+    light: bool = False  # mostly waits (on a browser): runs beside the heavy steps, one at a time
     junit: str | None = None
     code: int | None = None
     wall: float = 0.0
@@ -108,12 +111,13 @@ def plan() -> list[Step]:
              ["bash", "-c", f"rm -rf _build/html _build/.doctrees && {BIN}/jupyter-book build . -W --keep-going"],
              weight=60),
         Step("chromium", "Chromium present (apt-get install chromium if missing)",
-             ["bash", "scripts/ensure_chromium.sh"], weight=1),
+             ["bash", "scripts/ensure_chromium.sh"], weight=1, light=True),
         Step("browser", "browser check (headless Chromium)",
              pytest("tests/browser", "-q", "--junitxml=reports/browser.xml"),
-             needs=("build", "chromium"), weight=90, junit="browser"),
+             needs=("build", "chromium"), weight=90, junit="browser", light=True),
         Step("lab", "JupyterLab check (live controls, a student copy; headless Chromium)",
-             pytest("tests/lab", "-q", "--junitxml=reports/lab.xml"), needs=("chromium",), weight=40, junit="lab"),
+             pytest("tests/lab", "-q", "--junitxml=reports/lab.xml"), needs=("chromium",), weight=40, junit="lab",
+             light=True),
     ]
     return steps
 
@@ -133,9 +137,26 @@ def run_step(step: Step) -> None:
     step.code = proc.returncode
 
 
+def chain_seconds(steps: list[Step]) -> dict[str, float]:
+    """Each step's weight plus the longest chain of steps that wait for it (the critical path from it)."""
+    chain: dict[str, float] = {}
+
+    def length(step: Step) -> float:
+        if step.key not in chain:
+            after = [length(s) for s in steps if step.key in s.needs]
+            chain[step.key] = step.weight + max(after, default=0.0)
+        return chain[step.key]
+
+    for step in steps:
+        length(step)
+    return chain
+
+
 def schedule(steps: list[Step], jobs: int) -> None:
-    """Run the steps, at most ``jobs`` at a time, heaviest ready step first; a step starts when its needs ended."""
-    pending = sorted(steps, key=lambda s: -s.weight)
+    """Run the steps: at most ``jobs`` heavy ones at a time, plus one light one (it mostly waits on a
+    browser); the step heading the longest chain starts first; a step starts when its needs ended."""
+    chain = chain_seconds(steps)
+    pending = sorted(steps, key=lambda s: -chain[s.key])
     running: dict[str, threading.Thread] = {}
     done: set[str] = set()
     t0 = time.perf_counter()
@@ -149,13 +170,13 @@ def schedule(steps: list[Step], jobs: int) -> None:
                 done.add(key)
                 del running[key]
         for step in list(pending):
-            if len(running) >= jobs:
-                break
-            if all(n in done for n in step.needs):
-                pending.remove(step)
-                print(f"[{time.perf_counter() - t0:6.0f} s] started  {step.title}", flush=True)
-                running[step.key] = threading.Thread(target=run_step, args=(step,))
-                running[step.key].start()
+            busy = [s for s in steps if s.key in running and s.light == step.light]
+            if len(busy) >= (1 if step.light else jobs) or not all(n in done for n in step.needs):
+                continue
+            pending.remove(step)
+            print(f"[{time.perf_counter() - t0:6.0f} s] started  {step.title}", flush=True)
+            running[step.key] = threading.Thread(target=run_step, args=(step,))
+            running[step.key].start()
         time.sleep(0.2)
 
 

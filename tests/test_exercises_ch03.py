@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -110,6 +112,7 @@ def test_masked_stats_names_mistakes(wrong, hint):
 
 
 # ---------------------------------------------------------------- 3.3 (experiment)
+@functools.cache  # a seeded run: its tests and the mistakes table share it
 def deep_stack(residual, seed, *, normalise=True, last=True, zero_grad=True, honour_flag=True, lr=0.005):
     torch.manual_seed(seed)
     layers = torch.nn.ModuleList(torch.nn.Linear(32, 32) for _ in range(16))
@@ -133,6 +136,7 @@ def deep_stack(residual, seed, *, normalise=True, last=True, zero_grad=True, hon
     return value / Y.var(unbiased=False).item() if normalise else value
 
 
+@functools.cache  # a seeded run: its tests and the mistakes table share it
 def deep_stack_sequential(residual, seed):
     """A second correct style: blocks as modules, the loss from F.mse_loss, a 0-d tensor answer."""
     class Block(torch.nn.Module):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from torch import nn
@@ -204,6 +206,7 @@ def test_checker_reports_crash_without_traceback() -> None:
 
 
 # ----- 4.3 (experiment): training without the causal mask -------------------------------------------
+@functools.cache  # a seeded run: its tests and the mistakes table share it
 def next_token(causal, seed, *, shift=True, last=True, inverted=False, steps=200):
     V, T, d = 8, 8, 32
     torch.manual_seed(seed)
@@ -225,6 +228,7 @@ def next_token(causal, seed, *, shift=True, last=True, inverted=False, steps=200
     return sum(losses[-20:]) / 20 if last else losses[0]
 
 
+@functools.cache  # a seeded run: its tests and the mistakes table share it
 def next_token_torch_layer(causal, seed):
     """A second correct style: nn.TransformerEncoderLayer (True = blocked), another seed, a 0-d tensor answer."""
     V, T, d = 8, 8, 32

@@ -70,6 +70,28 @@ def test_figure_to_png_closes_the_figure() -> None:
     assert not plt.fignum_exists(fig.number)
 
 
+
+def test_figure_to_png_keeps_a_heatmap_close_to_full_colour() -> None:
+    """The 256-colour palette stays within 15 of 255 levels of the full-colour picture, 2 on average."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    fig, axes = plt.subplots(1, 2, figsize=(4, 2))
+    grid = np.random.default_rng(0).random((8, 8))
+    axes[0].imshow(grid, cmap="viridis")
+    axes[1].plot(grid[0], label="a line")
+    axes[1].legend()
+    axes[0].set_title("a heatmap and its labels")
+    full = io.BytesIO()
+    fig.savefig(full, format="png", dpi=100)
+    want = np.asarray(Image.open(full).convert("RGB"), dtype=int)
+    got = np.asarray(Image.open(io.BytesIO(figure_to_png(fig, dpi=100, tight=False))).convert("RGB"), dtype=int)
+    assert got.shape == want.shape
+    error = np.abs(got - want)
+    assert error.max() <= 15 and error.mean() <= 2, (error.max(), error.mean())
+
 # --- live controls --------------------------------------------------------------------------
 
 from course_utils import interactive  # noqa: E402

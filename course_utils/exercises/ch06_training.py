@@ -7,9 +7,12 @@ stack) and the decoding checks use the shipped checkpoint, so nothing is retrain
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -450,6 +453,22 @@ def short_run_loss(config: TrainConfig, seed: int = 0) -> float:
         return float(masked_cross_entropy(model(src, tgt_in), tgt_out))
 
 
+@functools.lru_cache(maxsize=4)
+def _short_run_loss_once(settings: tuple[tuple[str, Any], ...]) -> float:
+    return short_run_loss(TrainConfig(**dict(settings)))
+
+
+def _seeded_short_run_loss(config: TrainConfig) -> float:
+    """short_run_loss(config), computed once per session for the same settings: the run is seeded, so a
+    second check of the same configuration would repeat the same training."""
+    settings = tuple(sorted(dataclasses.asdict(config).items()))
+    try:
+        hash(settings)
+    except TypeError:  # a setting that cannot be a cache key: run it
+        return short_run_loss(config)
+    return _short_run_loss_once(settings)
+
+
 LR_OPTIONS = {
     "lower": "the doubled learning rate ends with a lower held-out loss",
     "about the same": "the two runs end within a few percent of each other",
@@ -490,7 +509,7 @@ def check_learning_rate_experiment(fn: Callable[[TrainConfig], TrainConfig], pre
     if other:
         raise CheckFailed(f"change one thing only: you also changed {', '.join(other)}, so the experiment could not "
                           "say which change did what.")
-    ratio = short_run_loss(changed) / short_run_loss(base)
+    ratio = _seeded_short_run_loss(changed) / _seeded_short_run_loss(base)
     if not math.isfinite(ratio) or ratio > 2:
         outcome = "diverges"
     else:

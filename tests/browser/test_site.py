@@ -19,9 +19,10 @@ from toc import toc_pages  # noqa: E402  (scripts/toc.py, shared with make pdf)
 PAGES = toc_pages()
 
 
-def open_page(browser, url: str):
-    """Open ``url`` in a fresh page and record console errors, page errors and every request."""
-    page = browser.new_page()
+def open_page(browser, url: str, width: int):
+    """Open ``url`` in a fresh context ``width`` px wide; record console errors, page errors and every request."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    page = context.new_page()
     log = {"console": [], "requests": [], "failed": []}
     page.on("console", lambda m: log["console"].append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: log["console"].append(str(e)))
@@ -31,26 +32,44 @@ def open_page(browser, url: str):
     response = page.goto(url, wait_until="load")
     assert response is not None and response.ok, f"{url} answered {response and response.status}"
     page.wait_for_load_state("networkidle")
-    return page, log
+    return context, page, log
 
 
+PHONE, DESKTOP = 390, 1280
+
+
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
 @pytest.mark.parametrize("path", PAGES)
-def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> None:
-    page, log = open_page(browser, f"{site_url}/{path}")
+def test_page(browser, site_url: str, path: str, width: int) -> None:
+    """One visit per page and width, every check a reader's visit allows, in the order a reader meets them.
+
+    First what the page shows untouched: it loaded offline and cleanly, nothing is wider than the
+    column, no picture is distorted, code keeps its lines. Then what it does when touched:
+    solutions and quiz answers open on a click only, every explorer's every control changes the
+    picture (at a phone's width that is the phone frames). A chapter's page also shows every
+    explorer and solution cell its notebook holds, so the checks above are not vacuous.
+    """
+    context, page, log = open_page(browser, f"{site_url}/{path}", width)
     try:
         outside = [u for u in log["requests"] if not u.startswith((site_url, "data:", "blob:", "about:"))]
         assert outside == [], f"requests leaving the site from {path}: {outside}"
-        assert log["failed"] == [], f"failed requests on {path}: {log['failed']}"
-        assert log["console"] == [], f"console errors on {path}: {log['console']}"
+        if page.locator("div.math, span.math").count():
+            # MathJax, served from the site itself, has typeset the page
+            page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
+        if path.startswith("chapters/"):
+            check_every_feature_shown(page, path)
+        result = page.evaluate(FIT_CHECK)
+        assert result["page"] <= width, f"{path} is {result['page']} px wide in a {width} px window"
+        bad = result["bad"]
+        assert bad == [], f"{path} at {width} px: {len(bad)} elements do not fit: {bad[:5]}"
         load_every_image(page)
         broken = page.evaluate(
             "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
             ".map(i => (i.getAttribute('src') || i.getAttribute('data-src') || '').slice(0, 80))"
         )
         assert broken == [], f"images that did not load on {path}: {broken}"
-        if page.locator("div.math, span.math").count():
-            # MathJax, served from the site itself, has typeset the page
-            page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
+        seen = page.evaluate(SEE_CHECK, width == PHONE)
+        assert seen == [], f"{path} at {width} px: {len(seen)} defects a reader sees: {seen[:5]}"
         check_no_tool_markers(page, path)
         check_alt_text_and_captions(page, path)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
@@ -59,8 +78,13 @@ def test_page_loads_offline_and_cleanly(browser, site_url: str, path: str) -> No
             check_quiz(page)
         for i in range(page.locator(".cu-explorer").count()):
             check_explorer(page, page.locator(".cu-explorer").nth(i))
+        # requests made after the first checks (pictures, fonts, frames) count too
+        outside = [u for u in log["requests"] if not u.startswith((site_url, "data:", "blob:", "about:"))]
+        assert outside == [], f"requests leaving the site from {path}: {outside}"
+        assert log["failed"] == [], f"failed requests on {path}: {log['failed']}"
+        assert log["console"] == [], f"console errors on {path}: {log['console']}"
     finally:
-        page.close()
+        context.close()
 
 
 def load_every_image(page) -> None:
@@ -161,25 +185,17 @@ def notebook_features(path: Path) -> tuple[list[str], int]:
     return ids, solutions
 
 
-@pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("chapters/")])
-def test_page_shows_every_explorer_and_hidden_solution(browser, site_url: str, path: str) -> None:
-    """The checks above are not vacuous: every explorer and solution of the notebook is on its page."""
+def check_every_feature_shown(page, path: str) -> None:
+    """Every explorer and solution cell of the chapter's notebook is on its page, and one quiz."""
     ids, solutions = notebook_features(ROOT / path.replace(".html", ".ipynb"))
-    page, _ = open_page(browser, f"{site_url}/{path}")
-    try:
-        shown = page.evaluate("Array.from(document.querySelectorAll('.cu-explorer')).map(e => e.id)")
-        assert shown == ids, f"{path}: explorers in the notebook {ids}, on the page {shown}"
-        assert page.locator(".tag_solution").count() == solutions, f"{path}: solution cells missing"
-        assert solutions >= 3, f"{path}: a chapter has 3-5 exercises, found {solutions} solution cells"
-        assert page.locator(".cu-quiz").count() == 1, f"{path}: expected one quiz"
-    finally:
-        page.close()
+    shown = page.evaluate("Array.from(document.querySelectorAll('.cu-explorer')).map(e => e.id)")
+    assert shown == ids, f"{path}: explorers in the notebook {ids}, on the page {shown}"
+    assert page.locator(".tag_solution").count() == solutions, f"{path}: solution cells missing"
+    assert solutions >= 3, f"{path}: a chapter has 3-5 exercises, found {solutions} solution cells"
+    assert page.locator(".cu-quiz").count() == 1, f"{path}: expected one quiz"
 
 
 # --- The book as a reader sees it: navigation, widths, figures, no machine paths ----------
-
-PHONE, DESKTOP = 390, 1280
-
 
 def open_at(browser, url: str, width: int):
     """A page opened in a fresh browser context whose viewport is ``width`` px wide."""
@@ -190,15 +206,27 @@ def open_at(browser, url: str, width: int):
     return context, page
 
 
+ON_SCREEN = """sel => { const e = document.querySelector(sel); if (!e) return false;
+                const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+                return s.visibility !== 'hidden' && s.display !== 'none' && r.width > 0
+                       && r.right > 0 && r.left < window.innerWidth; }"""
+
+
 def is_on_screen(page, selector: str) -> bool:
     """Whether the element is visible and inside the viewport (a closed drawer sits off screen)."""
-    return page.evaluate(
-        """sel => { const e = document.querySelector(sel); if (!e) return false;
-                    const r = e.getBoundingClientRect(), s = getComputedStyle(e);
-                    return s.visibility !== 'hidden' && s.display !== 'none' && r.width > 0
-                           && r.right > 0 && r.left < window.innerWidth; }""",
-        selector,
-    )
+    return page.evaluate(ON_SCREEN, selector)
+
+
+def settles_on_screen(page, selector: str, want: bool) -> bool:
+    """Whether the element reaches the wanted state (on screen or not) within 3 s of a click."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    test = f"sel => ({ON_SCREEN})(sel) === {'true' if want else 'false'}"
+    try:
+        page.wait_for_function(test, arg=selector, timeout=3_000)
+    except PlaywrightTimeout:
+        return False
+    return True
 
 
 @pytest.mark.parametrize(("toggle", "sidebar"), [("primary-toggle", ".bd-sidebar-primary"),
@@ -210,8 +238,7 @@ def test_header_buttons_open_the_sidebars_on_a_phone(browser, site_url: str, tog
         assert buttons.count() == 1, f"expected one visible {toggle} button at {PHONE} px, found {buttons.count()}"
         assert not is_on_screen(page, sidebar), f"{sidebar} is open before the button is pressed"
         buttons.first.click()
-        page.wait_for_timeout(500)
-        assert is_on_screen(page, sidebar), f"the {toggle} button did not open {sidebar} at {PHONE} px"
+        assert settles_on_screen(page, sidebar, True), f"the {toggle} button did not open {sidebar} at {PHONE} px"
         if toggle == "primary-toggle":
             assert page.locator(f"{sidebar} a[href*='02_positional_encoding']").first.is_visible(), \
                 "the opened sidebar does not list the chapters"
@@ -226,8 +253,7 @@ def test_menu_button_collapses_the_sidebar_on_a_desktop(browser, site_url: str) 
         assert page.locator("input.search-button__input, .search-button-field:visible").count() <= 1, \
             "more than one search box is visible"
         page.locator("button.sidebar-toggle.primary-toggle:visible").first.click()
-        page.wait_for_timeout(500)
-        assert not is_on_screen(page, ".bd-sidebar-primary"), "the menu button did not collapse the sidebar"
+        assert settles_on_screen(page, ".bd-sidebar-primary", False), "the menu button did not collapse the sidebar"
     finally:
         context.close()
 
@@ -321,24 +347,6 @@ SEE_CHECK = r"""phone => {
   for (const pre of article.querySelectorAll('.cell_input pre, .cell_output pre')) broken(pre, 'code or output');
   return bad;
 }"""
-
-
-@pytest.mark.parametrize("width", [PHONE, DESKTOP])
-@pytest.mark.parametrize("path", PAGES)
-def test_nothing_is_wider_than_the_column(browser, site_url: str, path: str, width: int) -> None:
-    context, page = open_at(browser, f"{site_url}/{path}", width)
-    try:
-        if page.locator("div.math, span.math").count():
-            page.wait_for_function("document.querySelectorAll('mjx-container').length > 0", timeout=15_000)
-        result = page.evaluate(FIT_CHECK)
-        assert result["page"] <= width, f"{path} is {result['page']} px wide in a {width} px window"
-        bad = result["bad"]
-        assert bad == [], f"{path} at {width} px: {len(bad)} elements do not fit: {bad[:5]}"
-        load_every_image(page)
-        seen = page.evaluate(SEE_CHECK, width == PHONE)
-        assert seen == [], f"{path} at {width} px: {len(seen)} defects a reader sees: {seen[:5]}"
-    finally:
-        context.close()
 
 
 # --- Weight: what a reader downloads ----------------------------------------------------------
