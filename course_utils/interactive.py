@@ -115,25 +115,37 @@ def _check_figure_args(fig: object, dpi: object) -> None:
         raise ValueError(f"dpi must be a positive int, got {dpi!r}")
 
 
+def palette_png(png: bytes) -> bytes:
+    """PNG bytes re-stored with a palette of at most 256 colours (8 bits per pixel). Chapter 1.
+
+    Keeps heatmaps and line plots sharp at a fraction of the size of a full-colour PNG. The
+    palette comes from Pillow's fast octree quantizer: on the book's frames it is twice as fast
+    as median cut and the files are about 30 % smaller, with every pixel of a heatmap within 15
+    of 255 levels of the full-colour picture (1.3 on average; ``tests/test_interactive.py``
+    checks the bound). Every figure of the book (explorer frames and static figures) goes
+    through it.
+    """
+    if not isinstance(png, (bytes, bytearray)):
+        raise TypeError(f"png must be the bytes of a PNG image, got {type(png).__name__}")
+    if not bytes(png).startswith(PNG_SIGNATURE):
+        raise ValueError("png must be the bytes of a PNG image (they start with the PNG signature)")
+    image = Image.open(io.BytesIO(bytes(png))).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
 def figure_to_png(fig: Figure, dpi: int = 200, tight: bool = True) -> bytes:
     """Render a matplotlib figure to PNG bytes (no timestamp) and close it. Used by every chapter.
 
-    The picture is stored with a palette of at most 256 colours (8 bits per pixel), which keeps
-    heatmaps and line plots sharp at a fraction of the size of a full-colour PNG. The palette
-    comes from Pillow's fast octree quantizer: twice as fast as median cut on the book's frames,
-    files about 30 % smaller, and on a heatmap every pixel within 15 of 255 levels of the
-    full-colour picture (1.3 on average; ``tests/test_interactive.py`` checks the bound). With
-    ``tight=False`` the picture is exactly the figure's size (width x dpi pixels), whatever
-    text it holds.
+    The picture is stored with a 256-colour palette (:func:`palette_png`). With ``tight=False``
+    the picture is exactly the figure's size (width x dpi pixels), whatever text it holds.
     """
     _check_figure_args(fig, dpi)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight" if tight else None, metadata={"Software": None})
     plt.close(fig)
-    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-    out = io.BytesIO()
-    image.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="PNG", optimize=True)
-    return out.getvalue()
+    return palette_png(buffer.getvalue())
 
 
 def png_size(png: bytes) -> tuple[int, int]:

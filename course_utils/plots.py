@@ -9,8 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from PIL import Image
 from torch import Tensor
+
+from .interactive import palette_png, png_size
 
 
 def _as_array(weights: Tensor | np.ndarray, name: str) -> np.ndarray:
@@ -174,10 +175,9 @@ def retina_png(fig: Figure) -> tuple[bytes, dict[str, int]] | None:
     buffer = io.BytesIO()
     fig.canvas.print_figure(buffer, format="png", dpi=2 * fig.dpi, bbox_inches="tight",
                             facecolor="white", metadata={"Software": None})
-    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-    out = io.BytesIO()
-    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG")
-    return out.getvalue(), {"width": image.width // 2, "height": image.height // 2}
+    png = palette_png(buffer.getvalue())
+    width, height = png_size(png)
+    return png, {"width": width // 2, "height": height // 2}
 
 
 def book_style() -> None:

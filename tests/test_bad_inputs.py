@@ -863,6 +863,8 @@ bad(M_, lambda: interactive.float_slider("x", 0.0, 1.0, 0.0), ValueError, "step 
 bad(M_, lambda: interactive.Control("n", "dial", (1,), 1), ValueError, "kind must be")
 bad(M_, lambda: interactive.Explorer("ok", [("n", [1])], lambda n: None, None), TypeError, "controls[0] must be a Control")
 bad(M_, lambda: interactive.png_size(b"not a png"), ValueError, "png must be")
+bad(M_, lambda: interactive.palette_png(b"not a png"), ValueError, "png must be the bytes of a PNG")
+bad(T, lambda: interactive.palette_png("a path.png"), TypeError, "png must be the bytes of a PNG image, got str")
 bad(M_, lambda: interactive.smallest_text_px("fig"), TypeError, "fig must be a matplotlib Figure")
 bad(M_, lambda: plots.retina_png("fig"), TypeError, "fig must be a matplotlib Figure")
 bad(M_, lambda: progress.TextProgress(-1), ValueError, "total must be")
