@@ -64,8 +64,9 @@ class Step:
         return REPORTS / f"{self.key}.log"
 
 
-def halves(notebooks: list[str]) -> tuple[list[str], list[str]]:
-    """Split the notebooks in two groups of about equal time (last run's times, else the committed ones)."""
+def halves(notebooks: list[str]) -> tuple[tuple[list[str], float], tuple[list[str], float]]:
+    """Split the notebooks in two groups of about equal time (last run's times, else the committed ones):
+    each group with its expected seconds."""
     seconds: dict[str, float] = {}
     for path in (DEFAULT_TIMES, TIMES):  # this machine's last run, where there is one, overrides the default
         try:
@@ -79,7 +80,7 @@ def halves(notebooks: list[str]) -> tuple[list[str], list[str]]:
         i = 0 if load[0] <= load[1] else 1
         groups[i].append(nb)
         load[i] += cost[nb]
-    return sorted(groups[0]), sorted(groups[1])
+    return (sorted(groups[0]), load[0]), (sorted(groups[1]), load[1])
 
 
 def pytest(*args: str) -> list[str]:
@@ -95,21 +96,21 @@ def plan() -> list[Step]:
              [str(BIN / "python"), "-m", "course_utils.runs", "check"], weight=5),
         Step("unit", "unit tests", pytest("tests", "--ignore=tests/browser", "--ignore=tests/lab", "-q",
                                           "--junitxml=reports/unit.xml"),
-             env={"OMP_NUM_THREADS": "1"}, weight=60, junit="unit"),
+             env={"OMP_NUM_THREADS": "1"}, weight=100, junit="unit"),
     ]
     for n, (label, env) in enumerate((("this machine's numerics", {}), ("ATEN_CPU_CAPABILITY=default "
                                                                          "OMP_NUM_THREADS=1", PORTABLE)), 1):
-        for part, group in zip("ab", (first, second), strict=True):
+        for part, (group, seconds) in zip("ab", (first, second), strict=True):
             key = f"nbval{n}{part}"
             steps.append(Step(
                 key, f"nbval, pass {n} ({label}), half {part}",
                 pytest("--nbval", *group, "--nbval-sanitize-with", SANITIZE, "-q", f"--junitxml=reports/{key}.xml"),
-                env=env, weight=120, junit=key,
+                env=env, weight=seconds, junit=key,
             ))
     steps += [
         Step("build", "strict book build (-W --keep-going)",
              ["bash", "-c", f"rm -rf _build/html _build/.doctrees && {BIN}/jupyter-book build . -W --keep-going"],
-             weight=60),
+             weight=20),
         Step("chromium", "Chromium present (apt-get install chromium if missing)",
              ["bash", "scripts/ensure_chromium.sh"], weight=1, light=True),
         Step("browser", "browser check (headless Chromium)",
@@ -154,9 +155,13 @@ def chain_seconds(steps: list[Step]) -> dict[str, float]:
 
 def schedule(steps: list[Step], jobs: int) -> None:
     """Run the steps: at most ``jobs`` heavy ones at a time, plus one light one (it mostly waits on a
-    browser); the step heading the longest chain starts first; a step starts when its needs ended."""
+    browser); steps that light ones wait for start first, then the step heading the longest chain; a
+    step starts when its needs ended."""
     chain = chain_seconds(steps)
-    pending = sorted(steps, key=lambda s: -chain[s.key])
+    # a heavy step that a light one waits for (the build, for the browser check) goes first: the light
+    # step then runs beside all the others instead of after them
+    gates = {n for s in steps if s.light for n in s.needs}
+    pending = sorted(steps, key=lambda s: (s.key not in gates, -chain[s.key]))
     running: dict[str, threading.Thread] = {}
     done: set[str] = set()
     t0 = time.perf_counter()
