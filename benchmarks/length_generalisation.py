@@ -121,6 +121,7 @@ def main() -> None:
                 merged.update({k: v for k, v in record[part].items() if k != "schemes"})
                 merged["schemes"].update(record[part]["schemes"])
         old["total_seconds"] = round(old.get("total_seconds", 0.0) + record["total_seconds"], 1)
+        old["recipe"] = record["recipe"]  # today's recipe: re-run every scheme whose recipe changed
         record = old
     if not args.no_write:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
