@@ -1,12 +1,13 @@
 """Train a shipped model from scratch with its recipe and write its checkpoint to course_utils/assets/.
 
-Usage: python scripts/train_checkpoint.py [--run reversal|decoder-only|charlm|length] [--steps N] [--out PATH]
+Usage: python scripts/train_checkpoint.py [--run reversal|decoder-only|charlm|length|mlm] [--steps N] [--out PATH]
        [--threads N] [--no-eval]
 
     reversal      Chapter 6's encoder-decoder, FAST_RECIPE          -> reversal_transformer.pt
     decoder-only  Chapter 8's decoder-only model, DECODER_ONLY_RECIPE -> reversal_decoder_only.pt
     charlm        Chapter 8's character LM, CHARLM_RECIPE          -> charlm_shakespeare.pt
     length        Chapter 9's two models (the winner with WINNER_STEPS) -> length_<scheme>.pt
+    mlm           Chapter 12's masked-language model, MLM_RECIPE   -> mlm_shakespeare.pt
 
 Every checkpoint holds its kind, config, the recipe that actually ran (after --steps) and its
 results (training log, curves); `python -m course_utils.runs check` compares the recipe with the
@@ -22,9 +23,11 @@ from pathlib import Path
 import torch
 
 from course_utils.evaluation import evaluate_by_length, every_string_score, results_table
+from course_utils.mlm import MLM_RECIPE, train_mlm
 from course_utils.runs import asset_path, save
 from course_utils.runs.charlm import CHARLM_CHECKPOINT, run_charlm
 from course_utils.runs.length import LOSER, TEST_LENGTHS, WINNER, checkpoint_file, length_curve, shipped_recipe
+from course_utils.runs.mlm import MLM_FILE, save_mlm
 from course_utils.runs.reversal import (
     DECODER_ONLY_CHECKPOINT,
     DECODER_ONLY_RECIPE,
@@ -33,7 +36,7 @@ from course_utils.runs.reversal import (
     run_reversal,
 )
 
-RUNS = ("reversal", "decoder-only", "charlm", "length")
+RUNS = ("reversal", "decoder-only", "charlm", "length", "mlm")
 INSIDE_N, INSIDE_SEED = 1000, 99  # Chapter 9: strings per length 3-10 for "inside_curve", and their seed
 
 
@@ -59,6 +62,14 @@ def main(argv: list[str] | None = None) -> None:
         _report(args.run, path, history)
         print("validation bits/char by step:", dict(zip(results["val_steps"], results["val_bits_per_char"],
                                                         strict=True)))
+        return
+    if args.run == "mlm":
+        model, log = train_mlm(MLM_RECIPE, steps=args.steps, progress=True)
+        path = save_mlm(model, log, args.out or asset_path(MLM_FILE))
+        print(f"mlm: trained {len(log['loss_nats'])} steps in {log['wall_seconds']:.1f} s "
+              f"({log['cpu_seconds']:.1f} CPU s), mean loss of the last 50 steps "
+              f"{sum(log['loss_nats'][-50:]) / len(log['loss_nats'][-50:]):.4f} nats; "
+              f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
         return
     if args.run == "length":
         for name in (WINNER, LOSER):

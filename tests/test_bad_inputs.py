@@ -722,6 +722,7 @@ bad(U, lambda: decoding.sampling_probs(torch.zeros(4), 1.0, top_k=0), ValueError
 # tests/test_bad_input_coverage.py fails when a public function has no row here (or no EXEMPT reason).
 from course_utils import explorers, flash, mlm, modern, progress, random_position_eval, scaling  # noqa: E402
 from course_utils.runs import core as runs_core  # noqa: E402
+from course_utils.runs import mlm as runs_mlm  # noqa: E402
 from course_utils.runs import modern as runs_modern  # noqa: E402
 from course_utils.runs import registry as runs_registry  # noqa: E402
 from course_utils.runs import vit as runs_vit  # noqa: E402
@@ -870,6 +871,14 @@ bad(M_, lambda: plots.retina_png("fig"), TypeError, "fig must be a matplotlib Fi
 bad(M_, lambda: progress.TextProgress(-1), ValueError, "total must be")
 bad(M_, lambda: runs_vit.save_vit(MODEL, {}, path=TMP / "vit.pt"), TypeError, "model must be a VisionTransformer")
 bad(M_, lambda: runs_vit.load_vit(TMP / "good.pt"), ValueError, "path must hold a Vision Transformer", "'transformer'")
+# Chapter 12's shipped masked-language model and its live retrace (helper "ch12", issue 24)
+TINY_MLM = mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8)
+bad(M_, lambda: runs_mlm.save_mlm(MODEL, {}, path=TMP / "mlm.pt"), TypeError, "model must be an EncoderOnlyLM")
+bad(M_, lambda: runs_mlm.save_mlm(TINY_MLM, {"loss_nats": []}, path=TMP / "mlm.pt"), ValueError,
+    "log must be the log train_mlm returns", "cpu_seconds")
+bad(M_, lambda: runs_mlm.load_mlm(TMP / "good.pt"), ValueError, "path must hold a masked-language model", "'transformer'")
+bad(I_, lambda: mlm.train_mlm(stop_after=2.5), TypeError, "stop_after must be")
+bad(Z_, lambda: mlm.train_mlm(steps=5, stop_after=6), ValueError, "stop_after must be an int in [1, 5]")
 
 # chapters 1-10: masks of the opposite convention
 bad(K_, lambda: model.attend_with_bias(MHA, Q, Q, Q, ~CAUSAL4, None, False), ValueError, "PyTorch's convention")

@@ -3,16 +3,21 @@
 import pytest
 import torch
 
+from course_utils.charlm import CharVocab, load_corpus, train_val_ids
 from course_utils.mlm import (
     IGNORE,
+    MLM_RECIPE,
     EncoderOnlyLM,
     bert_mask,
     causal_gap_accuracy,
     gap_accuracy,
     masked_accuracy,
     masked_loss,
+    train_mlm,
     val_windows,
 )
+from course_utils.runs import load
+from course_utils.runs.mlm import load_mlm, save_mlm
 
 
 def test_bert_mask_proportions():
@@ -87,3 +92,59 @@ def test_measurements_are_shares():
 
     w = torch.full((4, 10), 3)
     assert causal_gap_accuracy(Oracle(), w, 5) == 1.0
+
+
+SMALL = {**MLM_RECIPE, "model": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "max_len": 64},
+         "train": {**MLM_RECIPE["train"], "steps": 12, "warmup": 4}}
+
+
+def test_stop_after_retraces_the_first_steps_of_the_full_run():
+    _, full = train_mlm(SMALL, progress=False)
+    model, part = train_mlm(SMALL, progress=False, stop_after=5)
+    assert len(full["loss_nats"]) == 12 and part["loss_nats"] == full["loss_nats"][:5]  # same seed, batches, rates
+    assert part["recipe"] == full["recipe"] == SMALL and not model.training
+    _, shorter = train_mlm(SMALL, steps=5, progress=False)  # ``steps`` shrinks the schedule: another run
+    assert shorter["recipe"]["train"]["steps"] == 5 and shorter["loss_nats"][1:] != full["loss_nats"][1:5]
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model, log = train_mlm(SMALL, progress=False, stop_after=2)
+    path = save_mlm(model, log, tmp_path / "mlm.pt")
+    again, stored = load_mlm(path)
+    assert type(again) is EncoderOnlyLM and not again.training and again.vocab_size == model.vocab_size
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, again.state_dict()[key]), key
+    assert stored["recipe"] == SMALL and stored["loss_nats"] == [round(x, 5) for x in log["loss_nats"]]
+    assert isinstance(load(path), EncoderOnlyLM)  # the generic loader knows the kind too
+
+
+def test_the_shipped_run_is_the_code_s_recipe_and_retraces_live():
+    """The chapter's claims about the shipped run: its recipe, its log, and a live run of its first steps."""
+    model, log = load_mlm()
+    assert log["recipe"] == MLM_RECIPE and len(log["loss_nats"]) == MLM_RECIPE["train"]["steps"]
+    assert sum(log["loss_nats"][-50:]) / 50 < sum(log["loss_nats"][:50]) / 50 - 0.5  # it learned (in nats)
+    _, live = train_mlm(MLM_RECIPE, progress=False, stop_after=8)
+    # another CPU rounds differently: the first steps agree within a small tolerance, not bit for bit
+    assert max(abs(a - b) for a, b in zip(live["loss_nats"], log["loss_nats"], strict=False)) < 0.01
+    text = load_corpus()
+    vocab = CharVocab(text)
+    _, val_ids = train_val_ids(text, vocab)
+    windows = val_windows(val_ids, MLM_RECIPE["block_size"], 128)
+    assert masked_accuracy(model, windows) > 0.2  # far above a uniform guess among 65 characters
+    assert gap_accuracy(model, windows, 32) > gap_accuracy(model, windows, 32, right_context=False)
+
+
+def test_train_checkpoint_script_writes_the_mlm_run(tmp_path, capsys):
+    """``scripts/train_checkpoint.py --run mlm`` re-creates the shipped file (here a 3-step smoke run)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "train_checkpoint.py"
+    spec = importlib.util.spec_from_file_location("train_checkpoint", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--run", "mlm", "--steps", "3", "--out", str(tmp_path / "mlm.pt")])
+    model, log = load_mlm(tmp_path / "mlm.pt")
+    assert "mlm: trained 3 steps" in capsys.readouterr().out
+    assert len(log["loss_nats"]) == 3 and log["recipe"]["train"]["steps"] == 3  # the recipe that ran
+    assert log["recipe"]["model"] == MLM_RECIPE["model"] and isinstance(model, EncoderOnlyLM)

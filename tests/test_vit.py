@@ -74,3 +74,19 @@ def test_random_shift_moves_whole_images():
     nonzero = out[out != 0]
     assert set(nonzero.tolist()) <= set(x.flatten().tolist())
     torch.testing.assert_close(random_shift(x, 0), x)
+
+
+def test_the_shipped_run_holds_both_scores_of_the_chapter_s_table():
+    """Chapter 12's table reads the shipped ViT's scores and its equal-size MLP's, stored with the recipe."""
+    from course_utils.runs.vit import load_vit
+    from course_utils.vit import VIT_RECIPE, accuracy
+
+    vit, info = load_vit()
+    result, base = info["result"], info["result"]["baseline"]
+    assert info["recipe"] == VIT_RECIPE and result["params"] == count_params(vit)
+    torch.manual_seed(VIT_RECIPE["seed"])
+    assert base["params"] == count_params(matched_mlp(result["params"]))  # the MLP the recipe would build
+    _, _, x_test, y_test = load_digits_split(VIT_RECIPE["test_size"], VIT_RECIPE["seed"])
+    # the stored score is this model's (within one image: another CPU may round a near-tie the other way)
+    assert abs(accuracy(vit, x_test, y_test) - result["test_accuracy"]) <= 1 / len(y_test) + 1e-4
+    assert 0.0 < base["test_accuracy"] <= 1.0 and base["cpu_seconds"] > 0

@@ -11,7 +11,7 @@ batches and calls :func:`course_utils.training.train`, and returns ``Run(model, 
 where ``recipe`` is the recipe it actually ran (after a ``steps`` override). :func:`save` and
 :func:`load` read and write the one checkpoint format::
 
-    {"kind": "transformer" | "decoder_only", "config": {...}, "recipe": {...}, "results": {...},
+    {"kind": "transformer" | "decoder_only" | "vit" | "mlm", "config": {...}, "recipe": {...}, "results": {...},
      "state_dict": {...}}
 
 ``results`` holds what the run measured (training log, curves); ``recipe`` holds only what made
@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from ..gpt import DecoderOnly, DecoderOnlyConfig
+from ..mlm import EncoderOnlyLM
 from ..model import Transformer, TransformerConfig
 from ..training import Callback, TrainConfig, TrainHistory, train
 from ..utils import set_seed
@@ -46,6 +47,7 @@ KINDS: dict[str, tuple[type[nn.Module], type | None]] = {
     "transformer": (Transformer, TransformerConfig),
     "decoder_only": (DecoderOnly, DecoderOnlyConfig),
     "vit": (VisionTransformer, None),  # built from its keyword arguments: VisionTransformer(**config)
+    "mlm": (EncoderOnlyLM, None),  # Chapter 12's masked-language model: EncoderOnlyLM(**config)
 }
 
 
@@ -187,7 +189,7 @@ def _config_from_dict(config_cls: type, config: object, name: str) -> Any:
 
 
 def load(path: Path | str) -> nn.Module:
-    """The model stored at ``path`` (a Transformer, a DecoderOnly or a ViT, by its kind), in eval mode."""
+    """The model stored at ``path`` (Transformer, DecoderOnly, ViT or EncoderOnlyLM, by its kind), in eval mode."""
     data = read_checkpoint(path)
     model_cls, config_cls = KINDS[data["kind"]]
     if config_cls is None:

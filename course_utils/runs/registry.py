@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..mlm import MLM_RECIPE
 from ..scaling import SCALING_RECIPE
 from ..validate import check_callable
 from ..vit import VIT_RECIPE
@@ -29,6 +30,7 @@ from .length import (
     results_recipe,
     shipped_recipe,
 )
+from .mlm import MLM_FILE
 from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .scaling import SCALING_FILE
@@ -56,6 +58,7 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     MODERN_BLOCK_FILE: lambda: MODERN_BLOCK_RECIPE,
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
+    MLM_FILE: lambda: MLM_RECIPE,
 }
 
 
