@@ -964,6 +964,7 @@ bad(Z_, lambda: explorers.draw_cross_attention(MODEL, "ab", 5), ValueError, "lay
 bad(I_, lambda: explorers.draw_cross_attention(MODEL, "ab", 1.0), TypeError, "layer must be an int", "float")
 bad(M_, lambda: explorers.cross_attention_explorer(model="m"), TypeError, "model must be an encoder-decoder")
 bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name must be one of")
+bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
 
 
 def _run(row: Row) -> BaseException | None:

@@ -118,3 +118,16 @@ def test_shipped_result_has_the_codes_recipe():
     assert data["recipe"] == json.loads(json.dumps(MODERN_BLOCK_RECIPE))
     assert [r["variant"] for r in data["rows"]] == list(MODERN_BLOCK_RECIPE["variants"])
     assert len(data["spread"]) == len(MODERN_BLOCK_RECIPE["spread_seeds"]) * len(MODERN_BLOCK_RECIPE["spread_variants"])
+
+
+def test_shortened_recipe_changes_only_the_steps_and_the_warmup():
+    from course_utils.runs.modern import shortened_recipe
+
+    short = shortened_recipe(100)
+    assert short["train"]["steps"] == 100 and short["train"]["warmup"] == 5  # 25 of 500 steps -> 5 of 100
+    assert {k: v for k, v in short["train"].items() if k not in ("steps", "warmup")} == {
+        k: v for k, v in MODERN_BLOCK_RECIPE["train"].items() if k not in ("steps", "warmup")}
+    assert {k: v for k, v in short.items() if k != "train"} == {
+        k: v for k, v in MODERN_BLOCK_RECIPE.items() if k != "train"}
+    assert MODERN_BLOCK_RECIPE["train"]["steps"] == 500  # the shipped recipe is left alone
+    assert shortened_recipe(3)["train"]["warmup"] == 1

@@ -13,7 +13,7 @@ from torch import Tensor
 from ..charlm import CharVocab
 from ..gpt import DecoderOnly
 from ..modern import ModernLM, ModernLMConfig, bits_per_char, charlm_data, count_parameters, train_lm
-from ..validate import check_choice, check_int
+from ..validate import check_choice, check_int, check_positive_int
 from .charlm import load_charlm
 from .core import load_asset, seeded
 
@@ -45,6 +45,17 @@ MODERN_BLOCK_RECIPE: dict[str, Any] = {
     "spread_seeds": [1, 2],  # the first and last rows again with these seeds: how much one run varies
     "spread_variants": ["2017 block", "modern (all)"],
 }
+
+def shortened_recipe(steps: int) -> dict[str, Any]:
+    """``MODERN_BLOCK_RECIPE`` with ``steps`` training steps and its warm-up scaled to match. Chapter 11.
+
+    The notebook's live row uses it: the same model, data and schedule shape as a shipped row, shorter.
+    """
+    check_positive_int("steps", steps)
+    train = MODERN_BLOCK_RECIPE["train"]
+    warmup = max(1, train["warmup"] * steps // train["steps"])
+    return {**MODERN_BLOCK_RECIPE, "train": {**train, "steps": steps, "warmup": warmup}}
+
 
 def load_mha_charlm() -> DecoderOnly:
     """The shipped Chapter 8 character LM (multi-head attention), in eval mode. Chapter 11."""
