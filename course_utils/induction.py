@@ -164,8 +164,13 @@ def train_attention_only(
 INDUCTION_RECIPE = {"steps": 300, "lr": 1e-2, "d_model": 64, "n_heads": 2, "batch_size": 64, "seed": 0}
 
 
-@functools.lru_cache(maxsize=2)
 def reference_attention_only(n_layers: int = 2) -> tuple[AttentionOnly, tuple[float, ...]]:
     """The chapter's run (``INDUCTION_RECIPE``), trained once per session and reused. Chapter 8."""
+    return _reference_run(check_positive_int("n_layers", n_layers))
+
+
+@functools.lru_cache(maxsize=2)
+def _reference_run(n_layers: int) -> tuple[AttentionOnly, tuple[float, ...]]:
+    # one positional key per depth: reference_attention_only(2) and (n_layers=2) share one cached run
     model, losses = train_attention_only(n_layers=n_layers, **INDUCTION_RECIPE)
     return model, tuple(losses)
