@@ -101,7 +101,7 @@ def test_reference_run_is_trained_once_however_it_is_called(monkeypatch):
     try:
         first = induction.reference_attention_only(n_layers=2)
         assert induction.reference_attention_only(2) is first and induction.reference_attention_only() is first
-        assert len(calls) == 1 and calls[0]["n_layers"] == 2 and calls[0]["steps"] == induction.INDUCTION_RECIPE["steps"]
+        assert len(calls) == 1 and calls[0] == {"n_layers": 2, **induction.INDUCTION_RECIPE}
     finally:
         induction._reference_run.cache_clear()
     with pytest.raises(TypeError, match="n_layers must be a positive int"):
