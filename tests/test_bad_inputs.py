@@ -750,6 +750,7 @@ bad(I_, lambda: induction.repeated_sequences(2, 4.0, 10), TypeError, "half must 
 bad(I_, lambda: induction.varied_repeats(2, 16, True), TypeError, "vocab_size must be a positive int")
 bad(I_, lambda: induction.AttentionOnly(10, d_model=8.0), TypeError, "d_model must be a positive int")
 bad(I_, lambda: induction.train_attention_only(steps=1.5), TypeError, "steps must be a positive int")
+bad(I_, lambda: induction.reference_attention_only(2.0), TypeError, "n_layers must be a positive int")
 bad(I_, lambda: random_position_eval.greedy_random_positions(MODEL, SRC, 5.0, 20), TypeError, "max_len must be a positive int")
 bad(I_, lambda: random_position_eval.reverse_with_random_positions(MODEL, ["ab"], 20, extra=1.5), TypeError, "extra must be")
 bad(I_, lambda: stats.binomial_interval(3.0, 10), TypeError, "successes must be")
@@ -975,6 +976,7 @@ bad(Z_, lambda: explorers.draw_cross_attention(MODEL, "ab", 5), ValueError, "lay
 bad(I_, lambda: explorers.draw_cross_attention(MODEL, "ab", 1.0), TypeError, "layer must be an int", "float")
 bad(M_, lambda: explorers.cross_attention_explorer(model="m"), TypeError, "model must be an encoder-decoder")
 bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name must be one of")
+bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
 
 
 def _run(row: Row) -> BaseException | None:

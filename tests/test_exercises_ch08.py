@@ -327,11 +327,31 @@ def test_trigram_checker_stub():
 
 # ----- 8.6 experiment: one layer or two for induction ------------------------------------------------
 
+class CopyOracle(nn.Module):
+    """Stands in for a trained two-layer model: predicts each token of the second copy with certainty
+    (a fixed look-back of one copy), uniform elsewhere. Its copy gain is 1 to rounding."""
+
+    def forward(self, inputs):
+        B, T = inputs.shape  # T = 2 * half - 1: the sequence without its last token
+        half = (T + 1) // 2
+        logits = torch.zeros(B, T, 24)  # (B, T, V)
+        for p in range(half - 1, T):  # the prediction at p is of token p + 1, a repeat of token p + 1 - half
+            logits[torch.arange(B), p, inputs[:, p + 1 - half]] = 30.0
+        return logits
+
+
 @pytest.fixture(scope="module")
 def two_layer():
-    from course_utils.induction import reference_attention_only
+    return CopyOracle()
 
-    return reference_attention_only(2)[0]
+
+@pytest.fixture(scope="module")
+def one_layer():
+    """An untrained one-layer model: no help from the repeat, a gain near 0 (the real runs: tests/test_induction.py)."""
+    from course_utils.induction import AttentionOnly
+
+    torch.manual_seed(0)
+    return AttentionOnly(24, d_model=16, n_heads=2, n_layers=1, max_len=24).eval()
 
 
 def gain_by_copy_losses(model, tokens):
@@ -341,13 +361,31 @@ def gain_by_copy_losses(model, tokens):
     return 1 - second / first
 
 
-def test_induction_experiment_accepts_alternatives(two_layer):
+def test_stand_ins_give_the_gains_they_stand_for(one_layer, two_layer):
+    from course_utils.exercises.ch08_decoder_only import ONE_LAYER_GAIN, TWO_LAYER_GAIN, reference_copy_gain
+    from course_utils.induction import repeated_sequences
+
+    tokens = repeated_sequences(64, 12, 24, torch.Generator().manual_seed(3))
+    assert ONE_LAYER_GAIN.low < reference_copy_gain(one_layer, tokens) < 0.05
+    assert 0.999 < reference_copy_gain(two_layer, tokens) <= TWO_LAYER_GAIN.high
+
+
+def test_induction_experiment_accepts_alternatives(one_layer, two_layer):
     from course_utils.exercises.ch08_decoder_only import check_induction_layers, reference_copy_gain
 
-    result = check_induction_layers(reference_copy_gain, "two layers needed", two_layer_model=two_layer)
-    assert result.passed and "between 0.6 and 1" in result.message and "matches" in result.message
-    result = check_induction_layers(gain_by_copy_losses, lambda: "one layer is enough", two_layer_model=two_layer)
+    kw = {"two_layer_model": two_layer, "one_layer_model": one_layer}
+    result = check_induction_layers(reference_copy_gain, "two layers needed", **kw)
+    assert result.passed and "between 0.55 and 1" in result.message and "matches" in result.message
+    result = check_induction_layers(gain_by_copy_losses, lambda: "one layer is enough", **kw)
     assert result.passed and "You predicted 'one layer is enough'" in result.message
+
+
+def test_induction_experiment_says_when_one_layer_is_enough(two_layer):
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+
+    result = check_induction_layers(gain_by_copy_losses, "two layers needed", two_layer_model=two_layer,
+                                    one_layer_model=two_layer)
+    assert not result.passed and "Was the model really given one layer?" in result.message, result.message
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
@@ -356,16 +394,17 @@ def test_induction_experiment_accepts_alternatives(two_layer):
      - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "difference of the losses"),
     (lambda m, t: 0.5, "expected"),
 ])
-def test_induction_experiment_names_mistakes(fn, hint, two_layer):
+def test_induction_experiment_names_mistakes(fn, hint, one_layer, two_layer):
     from course_utils.exercises.ch08_decoder_only import check_induction_layers
 
-    result = check_induction_layers(fn, "two layers needed", two_layer_model=two_layer)
+    result = check_induction_layers(fn, "two layers needed", two_layer_model=two_layer, one_layer_model=one_layer)
     assert not result.passed and hint in result.message, result.message
 
 
-def test_induction_experiment_stubs(two_layer):
+def test_induction_experiment_stubs(one_layer, two_layer):
     from course_utils.exercises.ch08_decoder_only import check_induction_layers
 
-    assert check_induction_layers(gain_by_copy_losses, stub, two_layer_model=two_layer).not_implemented
-    assert not check_induction_layers(gain_by_copy_losses, "maybe", two_layer_model=two_layer).passed
-    assert check_induction_layers(stub, "two layers needed", two_layer_model=two_layer).not_implemented
+    kw = {"two_layer_model": two_layer, "one_layer_model": one_layer}
+    assert check_induction_layers(gain_by_copy_losses, stub, **kw).not_implemented
+    assert not check_induction_layers(gain_by_copy_losses, "maybe", **kw).passed
+    assert check_induction_layers(stub, "two layers needed", **kw).not_implemented

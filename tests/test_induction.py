@@ -88,4 +88,21 @@ def test_two_layers_learn_induction_and_one_does_not():
         first, second = copy_losses(reference_attention_only(n_layers)[0], tokens)
         assert abs(first - math.log(24)) < 0.05 * math.log(24)
         gains[n_layers] = 1 - second / first
-    assert gains[2] > 0.6 and gains[1] < 0.45
+    assert gains[2] > 0.55 and gains[1] < 0.45
+
+
+def test_reference_run_is_trained_once_however_it_is_called(monkeypatch):
+    """The chapter calls reference_attention_only(n_layers=2), Exercise 8.6's checker (2): one training run."""
+    from course_utils import induction
+
+    calls = []
+    monkeypatch.setattr(induction, "train_attention_only", lambda **kw: calls.append(kw) or (nn.Linear(1, 1), [0.0]))
+    induction._reference_run.cache_clear()
+    try:
+        first = induction.reference_attention_only(n_layers=2)
+        assert induction.reference_attention_only(2) is first and induction.reference_attention_only() is first
+        assert len(calls) == 1 and calls[0] == {"n_layers": 2, **induction.INDUCTION_RECIPE}
+    finally:
+        induction._reference_run.cache_clear()
+    with pytest.raises(TypeError, match="n_layers must be a positive int"):
+        induction.reference_attention_only(2.0)

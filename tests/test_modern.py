@@ -118,3 +118,30 @@ def test_shipped_result_has_the_codes_recipe():
     assert data["recipe"] == json.loads(json.dumps(MODERN_BLOCK_RECIPE))
     assert [r["variant"] for r in data["rows"]] == list(MODERN_BLOCK_RECIPE["variants"])
     assert len(data["spread"]) == len(MODERN_BLOCK_RECIPE["spread_seeds"]) * len(MODERN_BLOCK_RECIPE["spread_variants"])
+
+
+def test_shortened_recipe_changes_only_the_steps_and_the_warmup():
+    from course_utils.runs.modern import shortened_recipe
+
+    short = shortened_recipe(100)
+    assert short["train"]["steps"] == 100 and short["train"]["warmup"] == 5  # 25 of 500 steps -> 5 of 100
+    assert {k: v for k, v in short["train"].items() if k not in ("steps", "warmup")} == {
+        k: v for k, v in MODERN_BLOCK_RECIPE["train"].items() if k not in ("steps", "warmup")}
+    assert {k: v for k, v in short.items() if k != "train"} == {
+        k: v for k, v in MODERN_BLOCK_RECIPE.items() if k != "train"}
+    assert MODERN_BLOCK_RECIPE["train"]["steps"] == 500  # the shipped recipe is left alone
+    assert shortened_recipe(3)["train"]["warmup"] == 1
+
+
+def test_mha_charlm_runs_its_layernorms_fused_with_the_same_numbers():
+    from course_utils.norm import LayerNorm
+    from course_utils.runs.charlm import load_charlm
+    from course_utils.runs.modern import load_mha_charlm
+
+    fused, plain = load_mha_charlm(), load_charlm()[0].eval()
+    norms = [m for m in fused.modules() if isinstance(m, LayerNorm)]
+    assert norms and all(m.fused for m in norms) and fused.config.fused_layer_norm
+    assert not any(m.fused for m in plain.modules() if isinstance(m, LayerNorm))
+    tokens = torch.randint(0, fused.config.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(fused(tokens), plain(tokens), atol=1e-5, rtol=1e-5)

@@ -369,17 +369,21 @@ def reference_copy_gain(model: nn.Module, tokens: Tensor) -> float:
 LAYER_OPTIONS = {
     "one layer is enough": "a single attention layer also predicts the second copy",
     "two layers needed": "with one layer the second copy stays nearly as hard as the first",
-    "neither learns it": "600 steps are too few for both",
+    "neither learns it": "300 steps are too few for both",
 }
+# The ranges rest on the chapter's recipe (course_utils.induction.INDUCTION_RECIPE, 300 steps) run with
+# seeds 0-7, on this machine's kernels and again with ATEN_CPU_CAPABILITY=default: one layer 0.20-0.28,
+# two layers 0.65-0.79 (the same eight runs in both settings, within 0.02). Each bound leaves at least
+# 0.1 of headroom; TWO_LAYER_GAIN's lower bound is also where the verdict says the two-layer model learnt it.
 ONE_LAYER_GAIN = Expected(
-    "copy gain of the one-layer attention-only model after 600 steps", -0.1, 0.45,
+    "copy gain of the one-layer attention-only model after 300 steps", -0.1, 0.45,
     "one layer cannot form an induction head: finding 'the token after the earlier occurrence of this token' "
     "needs a first layer that writes each token's predecessor into its position and a second layer that matches "
     "on it. What one layer learns is the tokens' frequencies and a little look-back.",
     above="Was the model really given one layer? The gain of the two-layer model is far higher.",
 )
 TWO_LAYER_GAIN = Expected(
-    "copy gain of the two-layer model after 600 steps", 0.6, 1.0,
+    "copy gain of the two-layer model after 300 steps", 0.55, 1.0,
     "the two-layer model predicts a repeat it has never seen: an induction head.",
     below="Measure the gain on the second copy against the first: 1 - second / first.",
 )
@@ -387,10 +391,11 @@ TWO_LAYER_GAIN = Expected(
 
 @checker("8.6", "one layer or two for induction")
 def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: Any,
-                           two_layer_model: nn.Module | None = None) -> str:
-    """Record the prediction, check ``fn(model, tokens)`` measures the copy gain, then train a one-layer (and,
-    unless ``two_layer_model`` is given, a two-layer) attention-only model on varied repeats for 600 steps and
-    judge their gains against the reference ranges."""
+                           two_layer_model: nn.Module | None = None, one_layer_model: nn.Module | None = None) -> str:
+    """Record the prediction, check ``fn(model, tokens)`` measures the copy gain, then train a one-layer and a
+    two-layer attention-only model on varied repeats (course_utils.induction.INDUCTION_RECIPE, 300 steps; a model
+    given as ``two_layer_model`` or ``one_layer_model`` is used instead) and judge their gains against the
+    reference ranges."""
     from ..induction import reference_attention_only, repeated_sequences
     from .core import as_number
     from .experiment import compare_prediction, judge_range, read_prediction
@@ -399,7 +404,7 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
     models = {}
     for n_layers in (1, 2):
-        given = two_layer_model if n_layers == 2 else None
+        given = two_layer_model if n_layers == 2 else one_layer_model
         models[n_layers] = given if given is not None else reference_attention_only(n_layers)[0]
     gains = {}
     for n_layers, model in models.items():
@@ -422,7 +427,8 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
             raise CheckFailed(f"on the {n_layers}-layer model your gain is {got:.3f}, expected {want:.3f}: average the "
                               "next-token loss over the predictions inside each copy (skip each copy's first token).")
         gains[n_layers] = got
-    outcome = ("neither learns it" if gains[2] < 0.6 else
-               "one layer is enough" if gains[1] >= 0.6 else "two layers needed")
+    learnt = TWO_LAYER_GAIN.low
+    outcome = ("neither learns it" if gains[2] < learnt else
+               "one layer is enough" if gains[1] >= learnt else "two layers needed")
     return (f"{judge_range(gains[1], ONE_LAYER_GAIN, what='the one-layer gain')} "
             f"{judge_range(gains[2], TWO_LAYER_GAIN, what='the two-layer gain')} {compare_prediction(guess, outcome)}")

@@ -165,14 +165,18 @@ MQA_PREDICTIONS = {
     "same": "about the same as GQA-2 (within 0.05 bits/char)",
     "larger": "MQA keeps more of the loss than GQA-2",
 }
-GQA2_REMAINING = 0.20  # bits/char GQA-2 still loses after the same uptraining (the chapter's run, 0.19-0.21 over seeds)
+# The chapter's uptraining (30 steps, batch 16, 128 characters, learning rate 1e-3) run with batch seeds 0-5,
+# on this machine's kernels and again with ATEN_CPU_CAPABILITY=default (the same to three decimals): GQA-2
+# still lost 0.30-0.32 bits/char; MQA lost 1.36 right after pooling and 0.56-0.58 after the 30 steps. The
+# ranges leave at least 0.1 of headroom.
+GQA2_REMAINING = 0.31  # bits/char GQA-2 still loses after the same uptraining
 MQA_BEFORE = Expected("bits/char lost by MQA right after mean-pooling", 1.0, 1.7,
                       "pooling four key/value heads into one throws away most of what the heads had learned.",
                       below="Did you measure the loss of the model before converting it?",
                       above="Did you pool with a sum instead of a mean, or compare with a different baseline?")
-MQA_AFTER = Expected("bits/char MQA still loses after 60 steps of uptraining", 0.25, 0.65,
+MQA_AFTER = Expected("bits/char MQA still loses after 30 steps of uptraining", 0.45, 0.75,
                      "a short uptraining wins back most, not all, of what one shared head lost.",
-                     below="Did you uptrain for more than 60 steps, or at a higher learning rate than 1e-3?",
+                     below="Did you uptrain for more than 30 steps, or at a higher learning rate than 1e-3?",
                      above="Did you measure before uptraining, or uptrain a copy other than the one you scored?")
 
 
@@ -191,7 +195,7 @@ def check_mqa_uptraining(prediction_fn: Callable[[], str], experiment: Callable[
     meaning = judge_range(after, MQA_AFTER, what="lost_after")
     outcome = "larger" if after > GQA2_REMAINING + 0.05 else "smaller" if after < GQA2_REMAINING - 0.05 else "same"
     return meaning + " " + compare_prediction(prediction, outcome, {
-        "smaller": "One key/value head per layer has four times less room than two heads, and 60 steps do "
+        "smaller": "One key/value head per layer has four times less room than two heads, and 30 steps do "
                    "not refill it.",
         "same": "The shared head is a worse average than two group averages, and it shows after uptraining too.",
     })
