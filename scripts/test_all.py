@@ -10,7 +10,7 @@ the notebooks). Every step runs even if another failed. At the end the log of ev
 seconds per step and a table of seconds per notebook in each nbval pass.
 
 Nothing is weaker than running the steps one after the other: both nbval passes cover every
-notebook (each split in two halves that run side by side), pass 1 keeps this machine's numerics
+notebook (each split in PARTS groups of about equal time), pass 1 keeps this machine's numerics
 and thread count, pass 2 forces PyTorch's portable kernels and one thread.
 
 Usage: python scripts/test_all.py [--jobs N]
@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 BIN = ROOT / ".venv" / "bin"
-TIMES = ROOT / ".test_times.json"  # last run's seconds per notebook: balances the nbval halves
+TIMES = ROOT / ".test_times.json"  # last run's seconds per notebook: balances the nbval parts
+PARTS = 3  # nbval parts per pass: small enough that the two cores end close together
 DEFAULT_TIMES = ROOT / "scripts" / "notebook_seconds.json"  # the same, committed, for a fresh clone
 NOTEBOOKS = ["book/intro.ipynb", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").glob("*.ipynb"))]
 SANITIZE = "tests/nbval_sanitize.cfg"
@@ -54,6 +55,7 @@ class Step:
     needs: tuple[str, ...] = ()
     weight: float = 1.0  # expected seconds: the longest chain of steps starts first
     light: bool = False  # mostly waits (on a browser): runs beside the heavy steps, one at a time
+    threaded: bool = False  # PyTorch with more than one thread: two such steps never run at once
     junit: str | None = None
     code: int | None = None
     wall: float = 0.0
@@ -64,9 +66,9 @@ class Step:
         return REPORTS / f"{self.key}.log"
 
 
-def halves(notebooks: list[str]) -> tuple[tuple[list[str], float], tuple[list[str], float]]:
-    """Split the notebooks in two groups of about equal time (last run's times, else the committed ones):
-    each group with its expected seconds."""
+def split(notebooks: list[str], parts: int = PARTS) -> list[tuple[list[str], float]]:
+    """Split the notebooks in ``parts`` groups of about equal time (last run's times, else the committed
+    ones), longest first to the lightest group; each group with its expected seconds."""
     seconds: dict[str, float] = {}
     for path in (DEFAULT_TIMES, TIMES):  # this machine's last run, where there is one, overrides the default
         try:
@@ -74,13 +76,13 @@ def halves(notebooks: list[str]) -> tuple[tuple[list[str], float], tuple[list[st
         except (OSError, ValueError):
             pass
     cost = {nb: float(seconds.get(nb, (ROOT / nb).stat().st_size / 20_000)) for nb in notebooks}
-    groups: tuple[list[str], list[str]] = ([], [])
-    load = [0.0, 0.0]
-    for nb in sorted(notebooks, key=cost.__getitem__, reverse=True):  # longest first, to the lighter group
-        i = 0 if load[0] <= load[1] else 1
+    groups: list[list[str]] = [[] for _ in range(parts)]
+    load = [0.0] * parts
+    for nb in sorted(notebooks, key=cost.__getitem__, reverse=True):
+        i = load.index(min(load))
         groups[i].append(nb)
         load[i] += cost[nb]
-    return (sorted(groups[0]), load[0]), (sorted(groups[1]), load[1])
+    return [(sorted(g), t) for g, t in zip(groups, load, strict=True) if g]
 
 
 def pytest(*args: str) -> list[str]:
@@ -89,28 +91,30 @@ def pytest(*args: str) -> list[str]:
 
 def plan() -> list[Step]:
     """The steps of `make test`, with what each needs."""
-    first, second = halves(NOTEBOOKS)
+    groups = split(NOTEBOOKS)
     steps = [
         Step("ruff", "ruff (code and notebooks)", [str(BIN / "ruff"), "check", "."], weight=2),
         Step("fresh", "shipped results match the code's recipes",
              [str(BIN / "python"), "-m", "course_utils.runs", "check"], weight=5),
         Step("unit", "unit tests", pytest("tests", "--ignore=tests/browser", "--ignore=tests/lab", "-q",
                                           "--junitxml=reports/unit.xml"),
-             env={"OMP_NUM_THREADS": "1"}, weight=100, junit="unit"),
+             # the longest single step (about 80 CPU s, more than any nbval part): it starts first, beside
+             # the build, so that no core is left alone with it at the end
+             env={"OMP_NUM_THREADS": "1"}, weight=1000, junit="unit"),
     ]
     for n, (label, env) in enumerate((("this machine's numerics", {}), ("ATEN_CPU_CAPABILITY=default "
                                                                          "OMP_NUM_THREADS=1", PORTABLE)), 1):
-        for part, (group, seconds) in zip("ab", (first, second), strict=True):
+        for part, (group, seconds) in zip("abcdefgh", groups, strict=False):
             key = f"nbval{n}{part}"
             steps.append(Step(
-                key, f"nbval, pass {n} ({label}), half {part}",
+                key, f"nbval, pass {n} ({label}), part {part}",
                 pytest("--nbval", *group, "--nbval-sanitize-with", SANITIZE, "-q", f"--junitxml=reports/{key}.xml"),
-                env=env, weight=seconds, junit=key,
+                env=env, weight=seconds, junit=key, threaded=not env,
             ))
     steps += [
         Step("build", "strict book build (-W --keep-going)",
              ["bash", "-c", f"rm -rf _build/html _build/.doctrees && {BIN}/jupyter-book build . -W --keep-going"],
-             weight=20),
+             weight=25),
         Step("chromium", "Chromium present (apt-get install chromium if missing)",
              ["bash", "scripts/ensure_chromium.sh"], weight=1, light=True),
         Step("browser", "browser check (headless Chromium)",
@@ -154,9 +158,9 @@ def chain_seconds(steps: list[Step]) -> dict[str, float]:
 
 
 def schedule(steps: list[Step], jobs: int) -> None:
-    """Run the steps: at most ``jobs`` heavy ones at a time, plus one light one (it mostly waits on a
-    browser); steps that light ones wait for start first, then the step heading the longest chain; a
-    step starts when its needs ended."""
+    """Run the steps: at most ``jobs`` heavy ones at a time (never two multi-threaded ones), plus one
+    light one (it mostly waits on a browser); steps that light ones wait for start first, then the
+    step heading the longest chain; a step starts when its needs ended."""
     chain = chain_seconds(steps)
     # a heavy step that a light one waits for (the build, for the browser check) goes first: the light
     # step then runs beside all the others instead of after them
@@ -178,6 +182,10 @@ def schedule(steps: list[Step], jobs: int) -> None:
             busy = [s for s in steps if s.key in running and s.light == step.light]
             if len(busy) >= (1 if step.light else jobs) or not all(n in done for n in step.needs):
                 continue
+            if step.threaded and any(s.threaded for s in busy):
+                continue  # two multi-threaded steps would put four threads on two cores
+            if step.light and any(s.light and chain[s.key] > chain[step.key] for s in pending if s is not step):
+                continue  # the light slot keeps its order: the browser check first, once the book is built
             pending.remove(step)
             print(f"[{time.perf_counter() - t0:6.0f} s] started  {step.title}", flush=True)
             running[step.key] = threading.Thread(target=run_step, args=(step,))
@@ -216,7 +224,9 @@ def timing_tables(steps: list[Step], total: float) -> None:
     for step in steps:
         print(f"{step.title[:46]:<46} {step.wall:7.1f} {step.cpu:7.1f}")
     print(f"{'make test (steps side by side)':<46} {total:7.1f} {sum(s.cpu for s in steps):7.1f}")
-    pass1, pass2 = notebook_seconds(["nbval1a", "nbval1b"]), notebook_seconds(["nbval2a", "nbval2b"])
+    keys = [s.key for s in steps]
+    pass1 = notebook_seconds([k for k in keys if k.startswith("nbval1")])
+    pass2 = notebook_seconds([k for k in keys if k.startswith("nbval2")])
     if not (pass1 or pass2):
         return
     print(f"\n{'notebook (seconds to run its cells)':<46} {'pass 1':>7} {'pass 2':>7}")
