@@ -1,5 +1,6 @@
 """course_utils.induction: repeated sequences, per-position losses and the attention-only model."""
 
+import functools
 import math
 
 import pytest
@@ -97,12 +98,11 @@ def test_reference_run_is_trained_once_however_it_is_called(monkeypatch):
 
     calls = []
     monkeypatch.setattr(induction, "train_attention_only", lambda **kw: calls.append(kw) or (nn.Linear(1, 1), [0.0]))
-    induction._reference_run.cache_clear()
-    try:
-        first = induction.reference_attention_only(n_layers=2)
-        assert induction.reference_attention_only(2) is first and induction.reference_attention_only() is first
-        assert len(calls) == 1 and calls[0] == {"n_layers": 2, **induction.INDUCTION_RECIPE}
-    finally:
-        induction._reference_run.cache_clear()
+    # an empty cache of its own: the session's trained reference runs stay cached for the other tests
+    fresh = functools.lru_cache(maxsize=2)(induction._reference_run.__wrapped__)
+    monkeypatch.setattr(induction, "_reference_run", fresh)
+    first = induction.reference_attention_only(n_layers=2)
+    assert induction.reference_attention_only(2) is first and induction.reference_attention_only() is first
+    assert len(calls) == 1 and calls[0] == {"n_layers": 2, **induction.INDUCTION_RECIPE}
     with pytest.raises(TypeError, match="n_layers must be a positive int"):
         induction.reference_attention_only(2.0)
