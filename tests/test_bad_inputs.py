@@ -671,6 +671,7 @@ bad(U, lambda: runs.run("FAST", runs_reversal.build_model, runs_reversal.reversa
 bad(U, lambda: runs.run({"model": {}}, runs_reversal.build_model, runs_reversal.reversal_batch_fn), ValueError,
     "recipe must have the keys", "train")
 bad(U, lambda: runs.save(MODEL, runs_reversal.FAST_RECIPE, TMP / "r.pt", results=[1]), TypeError, "results must be a dict or None", "list")
+bad(U, lambda: runs.save(MODEL, runs_reversal.FAST_RECIPE, TMP / "r.pt", config=[1]), TypeError, "config must be a dict or None", "list")
 bad(U, lambda: runs.save(MODEL, runs_reversal.FAST_RECIPE, 3), TypeError, "path must be a str or pathlib.Path", "int")
 bad(U, lambda: runs.save(MODEL, "recipe", TMP / "r.pt"), TypeError, "recipe must be a dict", "str")
 bad(U, lambda: runs.load(TMP / "unknown_kind.pt"), ValueError, "the checkpoint's kind must be one of", "'lstm'")

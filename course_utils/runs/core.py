@@ -127,17 +127,28 @@ def _check_path(path: object) -> Path:
     return Path(path)
 
 
-def save(model: nn.Module, recipe: Recipe, path: Path | str, results: dict[str, Any] | None = None) -> Path:
-    """Write kind, config, recipe, results and weights (plain data and tensors only) to ``path``."""
+def save(model: nn.Module, recipe: Recipe, path: Path | str, results: dict[str, Any] | None = None,
+         config: dict[str, Any] | None = None) -> Path:
+    """Write kind, config, recipe, results and weights (plain data and tensors only) to ``path``.
+
+    ``config`` is the model's config as a dict: by default its dataclass ``model.config``; a kind
+    built from keyword arguments (``vit``, ``mlm``) passes the keywords that rebuild it.
+    """
     kind = _kind_of(model)
     check_recipe(recipe)
     if results is not None and not isinstance(results, dict):
         raise TypeError(f"results must be a dict or None, got {type(results).__name__}")
+    if config is None:
+        if KINDS[kind][1] is None:
+            raise ValueError(f"config must be given for a {kind!r} model (it has no dataclass config), got None")
+        config = dataclasses.asdict(model.config)
+    elif not isinstance(config, dict):
+        raise TypeError(f"config must be a dict or None, got {type(config).__name__}")
     path = _check_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    torch.save({"kind": kind, "config": dataclasses.asdict(model.config), "recipe": recipe,
-                "results": results or {}, "state_dict": state}, path)
+    torch.save({"kind": kind, "config": config, "recipe": recipe, "results": results or {}, "state_dict": state},
+               path)
     return path
 
 

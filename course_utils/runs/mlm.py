@@ -12,10 +12,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..mlm import EncoderOnlyLM
-from .core import asset_path, load, read_checkpoint
+from .core import asset_path, load, read_checkpoint, save
 
 MLM_FILE = "mlm_shakespeare.pt"
 
@@ -32,10 +30,7 @@ def save_mlm(model: EncoderOnlyLM, log: dict[str, Any], path: Path | str | None 
     config = {"vocab_size": model.vocab_size, **recipe["model"]}  # EncoderOnlyLM(**config) rebuilds it
     results = {"loss_nats": [round(float(x), 5) for x in log["loss_nats"]],
                "cpu_seconds": round(float(log["cpu_seconds"]), 1), "wall_seconds": round(float(log["wall_seconds"]), 1)}
-    path = asset_path(MLM_FILE) if path is None else Path(path)
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    torch.save({"kind": "mlm", "config": config, "recipe": recipe, "results": results, "state_dict": state}, path)
-    return path
+    return save(model, recipe, asset_path(MLM_FILE) if path is None else path, results, config=config)
 
 
 def load_mlm(path: Path | str | None = None) -> tuple[EncoderOnlyLM, dict[str, Any]]:

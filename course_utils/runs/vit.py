@@ -11,10 +11,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from ..vit import VIT_RECIPE, VisionTransformer
-from .core import asset_path, load, read_checkpoint
+from .core import asset_path, load, read_checkpoint, save
 
 VIT_FILE = "vit_digits.pt"
 
@@ -27,11 +25,7 @@ def save_vit(model: VisionTransformer, result: dict[str, Any], recipe: dict[str,
     if not isinstance(result, dict):
         raise TypeError(f"result must be a dict, got {type(result).__name__}")
     recipe = copy.deepcopy(recipe or VIT_RECIPE)
-    path = asset_path(VIT_FILE) if path is None else Path(path)
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    torch.save({"kind": "vit", "config": recipe["model"], "recipe": recipe, "results": result,
-                "state_dict": state}, path)
-    return path
+    return save(model, recipe, asset_path(VIT_FILE) if path is None else path, result, config=recipe["model"])
 
 
 def load_vit(path: Path | str | None = None) -> tuple[VisionTransformer, dict[str, Any]]:
