@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .validate import (
+    broadcast_shape,
     check_bool,
     check_bool_mask,
     check_broadcast,
@@ -33,13 +34,11 @@ def scaled_dot_product_attention(
     check_float_tensor("v", v, range(2, 6), "(..., T_k, d_v)")
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    if broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2]) is None:
         raise ValueError(
             f"q, k and v must agree on their leading (batch, head) dimensions, got q {tuple(q.shape)}, "
             f"k {tuple(k.shape)} and v {tuple(v.shape)}"
-        ) from None
+        )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share d_k (last dimension), got q {tuple(q.shape)} and k {tuple(k.shape)}"
@@ -51,13 +50,17 @@ def scaled_dot_product_attention(
         )
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, d_k) x (..., d_k, T_k) -> (..., T_q, T_k)
+    empty = None  # where some query row has no key at all: those rows, (..., T_q, 1)
     if mask is not None:
         check_bool_mask("mask", mask)
         check_broadcast("mask", mask.shape, scores.shape, "the scores (..., T_q, T_k)")
-        any_kept = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1): rows with at least one key
-        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
+        scores = scores.masked_fill(~mask, float("-inf"))  # a blocked key gets weight exp(-inf) = 0
+        no_key = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+        if bool(no_key.any()):  # softmax of a row of -inf only is NaN: scores 0 here, weights 0 below
+            empty = no_key
+            scores = scores.masked_fill(empty, 0.0)
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
-    if mask is not None:
+    if empty is not None:
         weights = weights.masked_fill(~mask, 0.0)  # fully masked rows become all zeros
     return weights @ v, weights  # (..., T_q, T_k) x (..., T_k, d_v) -> (..., T_q, d_v)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .validate import check_bool_mask, check_device, check_int, check_positive_int, check_rank
+from .validate import broadcast_shape, check_bool_mask, check_device, check_int, check_positive_int, check_rank
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
@@ -40,13 +40,11 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
         if out is None:
             out = m
             continue
-        try:
-            torch.broadcast_shapes(out.shape, m.shape)
-        except RuntimeError:
+        if broadcast_shape(out.shape, m.shape) is None:
             raise ValueError(
                 f"masks[{i}] of shape {tuple(m.shape)} does not broadcast with the masks "
                 f"before it, shape {tuple(out.shape)}"
-            ) from None
+            )
         out = out & m
     return out
 

@@ -235,13 +235,29 @@ def check_bool_mask(name: str, mask: object, convention: bool = True) -> Tensor:
     return check_keep_mask_convention(name, mask) if convention else mask
 
 
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """The shape that ``shapes`` broadcast to under PyTorch's rules, or None where they do not. Chapter 4.
+
+    Plain Python (``torch.broadcast_shapes`` costs tens of microseconds a call): the checks of every
+    attention call use it, and a training step makes dozens of them.
+    """
+    out: list[int] = []
+    for shape in shapes:
+        shape = tuple(shape)
+        if len(shape) > len(out):
+            out = [1] * (len(shape) - len(out)) + out
+        for i, size in enumerate(shape, start=len(out) - len(shape)):
+            if size != out[i] and size != 1:
+                if out[i] != 1:
+                    return None
+                out[i] = size
+    return tuple(out)
+
+
 def check_broadcast(name: str, shape: Sequence[int], target: Sequence[int], what: str) -> None:
     """Raise ValueError unless ``shape`` broadcasts to ``target``. Chapter 4."""
-    try:
-        out = torch.broadcast_shapes(tuple(shape), tuple(target))
-    except RuntimeError:
-        out = None
-    if out is None or tuple(out) != tuple(target):
+    out = broadcast_shape(shape, target)
+    if out is None or out != tuple(target):
         raise ValueError(
             f"{name} of shape {tuple(shape)} does not broadcast to {what} {tuple(target)}"
         )

@@ -251,3 +251,21 @@ def test_mha_forward_validation() -> None:
         m(torch.zeros(1, 5, 8), mask=torch.ones(4, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast to the scores \(B, h, T_q, T_k\)"):
         m(torch.zeros(1, 5, 8), mask=torch.ones(4, 4, dtype=torch.bool), need_weights=False)
+
+
+@pytest.mark.parametrize("empty_row", [False, True])
+def test_gradients_match_torch_with_and_without_fully_masked_rows(gen: torch.Generator, empty_row: bool) -> None:
+    """The function skips the fills of fully masked rows when there are none: same outputs and gradients."""
+    mask = torch.rand(2, 1, 5, 5, generator=gen) > 0.4
+    mask[..., 0] = True  # every query row keeps a key...
+    if empty_row:
+        mask[1, 0, 2] = False  # ...but one
+    grads = []
+    for attend in (lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[0],
+                   lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)):
+        torch.manual_seed(0)
+        qkv = [torch.randn(2, 3, 5, 4, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+        (attend(*qkv) * torch.arange(4.0, dtype=torch.float64)).sum().backward()
+        grads.append([t.grad for t in qkv])
+    for ours, theirs in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, theirs)

@@ -39,7 +39,7 @@ EXEMPT: dict[str, str] = {
         "check_tensor", "check_rank", "check_float_tensor", "as_index", "check_int", "check_positive_int",
         "check_number", "check_probability", "check_bool", "check_choice", "check_str_list", "check_token_ids",
         "check_module", "check_callable", "check_bool_mask", "check_broadcast", "check_finite", "check_order",
-        "check_fits", "check_device", "check_keep_mask_convention")},
+        "check_fits", "check_device", "check_keep_mask_convention", "broadcast_shape")},
     # figures of the book
     "draw_qkv_projections": FIGURE,
     "draw_multihead_split": FIGURE,

@@ -126,3 +126,18 @@ def test_keep_mask_convention() -> None:
     padding = torch.tensor([[True, True, False, False]])  # cannot be told apart: passes
     assert check_keep_mask_convention("mask", padding) is padding
     assert check_keep_mask_convention("mask", torch.zeros(1, 1, dtype=torch.bool)) is not None  # 1 x 1: nothing to tell
+
+
+def test_broadcast_shape_agrees_with_torch_on_every_small_pair_and_triple() -> None:
+    """The plain-Python broadcast rule of the attention checks is PyTorch's, shape for shape."""
+    import itertools
+
+    from course_utils.validate import broadcast_shape
+
+    sizes = [(), (1,), (3,), (2,), (1, 3), (2, 1), (2, 3), (3, 2), (1, 1, 3), (4, 1, 1), (0,), (1, 0), (4, 2, 3)]
+    for shapes in [*itertools.product(sizes, repeat=2), *itertools.product(sizes[:8], repeat=3)]:
+        try:
+            expected = tuple(torch.broadcast_shapes(*shapes))
+        except RuntimeError:
+            expected = None
+        assert broadcast_shape(*shapes) == expected, shapes
