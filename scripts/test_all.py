@@ -3,9 +3,10 @@
 Called by `make test` (through scripts/test_all.sh). Each step is one command whose output goes
 to reports/<step>.log. Independent steps run side by side (at most ``--jobs`` heavy ones, default:
 the number of CPU cores, capped at 2, plus one light step that mostly waits on a headless
-browser); a step waits for the steps it needs (the browser check needs the book), and the step
-heading the longest chain of waiting steps starts first (the build, so the browser check overlaps
-the notebooks). Every step runs even if another failed. At the end the log of every step is printed
+browser); a step waits for the steps it needs (the browser check needs the book). The build starts
+first, so the browser check overlaps the notebooks; then the multi-threaded nbval pass 1, one part
+after the other, while the single-threaded steps run beside it at a lower priority (nice), longest
+first. Every step runs even if another failed. At the end the log of every step is printed
 (in full for a failed step, its last lines otherwise), then the summary, a table of wall and CPU
 seconds per step and a table of seconds per notebook in each nbval pass.
 
@@ -104,8 +105,8 @@ def plan() -> list[Step]:
              [str(BIN / "python"), "-m", "course_utils.runs", "check"], weight=5),
         Step("unit", "unit tests", pytest("tests", "--ignore=tests/browser", "--ignore=tests/lab", "-q",
                                           "--junitxml=reports/unit.xml"),
-             # the longest single step (about 80 CPU s, more than any nbval part): it starts first, beside
-             # the build, so that no core is left alone with it at the end
+             # the longest single step (about 70 CPU s, more than any nbval part): the first single-threaded
+             # one to start, so that no core is left alone with it at the end
              env={"OMP_NUM_THREADS": "1"}, weight=1000, junit="unit", yields=True),
     ]
     for n, (label, env) in enumerate((("this machine's numerics", {}), ("ATEN_CPU_CAPABILITY=default "
@@ -172,7 +173,9 @@ def schedule(steps: list[Step], jobs: int) -> None:
     # a heavy step that a light one waits for (the build, for the browser check) goes first: the light
     # step then runs beside all the others instead of after them
     gates = {n for s in steps if s.light for n in s.needs}
-    pending = sorted(steps, key=lambda s: (s.key not in gates, -chain[s.key]))
+    # then the multi-threaded steps, one after the other from the start: the single-threaded ones
+    # (at a lower priority) fill the cycles they leave, and at the end two of them share the cores
+    pending = sorted(steps, key=lambda s: (s.key not in gates, not s.threaded, -chain[s.key]))
     running: dict[str, threading.Thread] = {}
     done: set[str] = set()
     t0 = time.perf_counter()
