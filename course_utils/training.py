@@ -204,10 +204,13 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimiz
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     params = [p for p in model.parameters() if p.requires_grad]
+    # foreach=True: each update operation runs once over all parameters instead of once per parameter
+    # (PyTorch's default on a GPU, not on a CPU); the same numbers, a few per cent less time per step
     if config.optimizer == "adam":
-        return torch.optim.Adam(params, lr=config.lr, betas=config.betas)
+        return torch.optim.Adam(params, lr=config.lr, betas=config.betas, foreach=True)
     if config.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+        return torch.optim.AdamW(params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
+                                 foreach=True)
     raise ValueError(f"config.optimizer must be 'adam' or 'adamw', got {config.optimizer!r}")
 
 

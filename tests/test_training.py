@@ -156,3 +156,26 @@ def test_warmup_cosine_scheduler_follows_the_schedule():
         warmup_cosine_scheduler(opt, warmup=10, total=10)
     with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
         warmup_cosine_scheduler("adam", warmup=1, total=10)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_optimizer_takes_the_same_steps_as_the_one_parameter_at_a_time_loop(optimizer: str) -> None:
+    """make_optimizer's foreach update gives, bit for bit, the weights of PyTorch's per-parameter loop."""
+    from course_utils.training import make_optimizer
+
+    config = TrainConfig(steps=5, lr=1e-2, warmup=0, optimizer=optimizer, weight_decay=0.1)
+    weights = []
+    for ours in (True, False):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
+        kind = torch.optim.Adam if optimizer == "adam" else torch.optim.AdamW
+        extra = {} if optimizer == "adam" else {"weight_decay": 0.1}
+        opt = make_optimizer(model, config) if ours else kind(model.parameters(), lr=1e-2, betas=config.betas,
+                                                               foreach=False, **extra)
+        x = torch.randn(16, 6, generator=torch.Generator().manual_seed(1))
+        for _ in range(5):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+        weights.append([p.detach().clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))
