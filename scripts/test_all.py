@@ -11,7 +11,7 @@ first. Every step runs even if another failed. At the end the log of every step 
 seconds per step and a table of seconds per notebook in each nbval pass.
 
 Nothing is weaker than running the steps one after the other: both nbval passes cover every
-notebook (each split in groups of about equal time, PARTS), pass 1 keeps this machine's numerics
+notebook (each split in PARTS groups of about equal time), pass 1 keeps this machine's numerics
 and thread count, pass 2 forces PyTorch's portable kernels and one thread.
 
 Usage: python scripts/test_all.py [--jobs N]
@@ -36,7 +36,7 @@ BIN = ROOT / ".venv" / "bin"
 TIMES = ROOT / ".test_times.json"  # last run's seconds per notebook: balances the nbval parts
 # nbval parts per pass: small enough that the two cores end close together, few enough that starting
 # them costs little (four parts for pass 2 ended later: its last part ran alone)
-PARTS = {1: 3, 2: 3}
+PARTS = 3
 DEFAULT_TIMES = ROOT / "scripts" / "notebook_seconds.json"  # the same, committed, for a fresh clone
 NOTEBOOKS = ["book/intro.ipynb", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").glob("*.ipynb"))]
 SANITIZE = "tests/nbval_sanitize.cfg"
@@ -75,7 +75,7 @@ class Step:
         return REPORTS / f"{self.key}.log"
 
 
-def split(notebooks: list[str], parts: int) -> list[tuple[list[str], float]]:
+def split(notebooks: list[str], parts: int = PARTS) -> list[tuple[list[str], float]]:
     """Split the notebooks in ``parts`` groups of about equal time (last run's times, else the committed
     ones), longest first to the lightest group; each group with its expected seconds."""
     seconds: dict[str, float] = {}
@@ -100,6 +100,7 @@ def pytest(*args: str) -> list[str]:
 
 def plan() -> list[Step]:
     """The steps of `make test`, with what each needs."""
+    groups = split(NOTEBOOKS)
     steps = [
         Step("ruff", "ruff (code and notebooks)", [str(BIN / "ruff"), "check", "."], weight=2),
         Step("fresh", "shipped results match the code's recipes",
@@ -112,7 +113,7 @@ def plan() -> list[Step]:
     ]
     for n, (label, env) in enumerate((("this machine's numerics", {}), ("ATEN_CPU_CAPABILITY=default "
                                                                          "OMP_NUM_THREADS=1", PORTABLE)), 1):
-        for part, (group, seconds) in zip("abcdefgh", split(NOTEBOOKS, PARTS[n]), strict=False):
+        for part, (group, seconds) in zip("abcdefgh", groups, strict=False):
             key = f"nbval{n}{part}"
             steps.append(Step(
                 key, f"nbval, pass {n} ({label}), part {part}",
