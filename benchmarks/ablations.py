@@ -204,6 +204,8 @@ def main() -> None:
         merged = {**previous, **result}
         if "table3" in result and "table3" in previous:
             merged["table3"] = {**previous["table3"], **result["table3"]}  # a subset updates its rows only
+        # the parts not run this time keep their record: results and seconds
+        merged["part_seconds"] = {**previous.get("part_seconds", {}), **result.get("part_seconds", {})}
         out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
 
     result: dict[str, Any] = {

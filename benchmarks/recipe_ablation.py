@@ -3,10 +3,15 @@
 Usage:
     python benchmarks/recipe_ablation.py                     # every variant (several minutes each on 1 core)
     python benchmarks/recipe_ablation.py old kernels fewer   # only these
+    python benchmarks/recipe_ablation.py steps               # CPU ms per training step of the four kernel pairs
+    python benchmarks/recipe_ablation.py steps 2             # the same with 2 threads (wall ms as well)
 
 Each line holds the variant, train_seconds (wall clock), train_cpu_seconds (this process's CPU
 time, which other jobs on a shared machine disturb much less), steps, and exact match by length
 3..11 (greedy decoding, 200 fresh strings per length). Runs on one thread so CPU seconds compare.
+``steps`` times one training step of the fast recipe's model with each pair of kernels
+(from-scratch or fused LayerNorm, explicit or fused attention), in alternating rounds so that a
+change in the machine's load hits every pair alike, and prints the median CPU ms of each.
 """
 
 from __future__ import annotations
@@ -27,14 +32,14 @@ from course_utils.training import TrainConfig, train
 
 # the recipe before this table: from-scratch LayerNorm, PyTorch's fused attention, 450 steps at 5e-3
 OLD = {"model": {"fused_layer_norm": False, "sdpa_attention": True}, "train": {"steps": 450, "warmup": 45, "lr": 5e-3}}
-FAST_KERNELS = {"fused_layer_norm": True, "sdpa_attention": False}
+FAST_KERNELS = {"fused_layer_norm": True, "sdpa_attention": True}
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "old": {},
     "bucketing": {"bucket": True},
     "bucketing_d32": {"bucket": True, "model": {"d_model": 32, "d_ff": 64}},
     "bucketing_1x1": {"bucket": True, "model": {"n_encoder_layers": 1, "n_decoder_layers": 1}},
-    "kernels": {"model": FAST_KERNELS},
+    "kernels": {"model": FAST_KERNELS},  # only the LayerNorm changes: OLD already had the fused attention
     "fewer": {"model": FAST_KERNELS, "train": {"steps": 350, "warmup": 35, "lr": 6e-3}},
 }
 
@@ -67,8 +72,34 @@ def run(name: str) -> dict[str, Any]:
             "exact_match": exact}
 
 
+def step_costs(rounds: int = 7, steps: int = 20) -> dict[str, Any]:
+    """Median CPU and wall ms per training step of the fast recipe's model with each pair of kernels."""
+    recipe = copy.deepcopy(FAST_RECIPE)
+    B, lo, hi = recipe["batch_size"], recipe["min_len"], recipe["max_len"]
+    pairs = {f"{'fused' if ln else 'from-scratch'} LayerNorm, {'fused' if sdpa else 'explicit'} attention":
+             {"fused_layer_norm": ln, "sdpa_attention": sdpa} for ln in (False, True) for sdpa in (True, False)}
+    times: dict[str, list[float]] = {name: [] for name in pairs}
+    walls: dict[str, list[float]] = {name: [] for name in pairs}
+    for _ in range(rounds):
+        for name, kernels in pairs.items():
+            gen = seeded(recipe["seed"])
+            model = build_model({**recipe, "model": {**recipe["model"], **kernels}})
+            history = train(model, lambda step, gen=gen: random_batch(B, lo, hi, gen),
+                            TrainConfig(steps=steps, lr=1e-3, warmup=0), progress=False)
+            times[name].append(1000 * history.cpu_seconds / steps)
+            walls[name].append(1000 * history.seconds / steps)
+    return {"cpu_ms_per_step": {name: round(sorted(t)[len(t) // 2], 1) for name, t in times.items()},
+            "wall_ms_per_step": {name: round(sorted(t)[len(t) // 2], 1) for name, t in walls.items()},
+            "rounds": rounds, "steps_per_round": steps, "torch_threads": torch.get_num_threads()}
+
+
 def main() -> None:
     torch.set_num_threads(1)
+    if sys.argv[1:2] == ["steps"]:
+        if len(sys.argv) > 2:
+            torch.set_num_threads(int(sys.argv[2]))
+        print(json.dumps(step_costs()), flush=True)
+        return
     names = sys.argv[1:] or list(VARIANTS)
     for name in names:
         if name not in VARIANTS:
