@@ -16,12 +16,15 @@ from course_utils.exercises.ch10_why_transformer import (
     check_steps_to_threshold,
     check_weights_without_tanh,
     check_worst_row,
+    crossover_expected,
     crossover_length,
     reference_loglog_fit,
     reference_steps_to_threshold,
     reference_weights_without_tanh,
     reference_worst_row,
 )
+from course_utils.exercises.experiment import _fmt
+from course_utils.runs.ablations import load_ablations
 
 
 def _stub(*args, **kwargs):
@@ -106,13 +109,37 @@ def test_loglog_fit_recovers_a_power_law():
 @pytest.mark.parametrize("fn", [reference_loglog_fit, fit_lstsq,
                                 lambda n, ms: tuple(np.polyfit(np.log2(n), np.log2(ms), 1))])
 def test_loglog_checker_accepts_alternatives(fn):
-    result = check_loglog_crossover(fn, "32 to 256")
-    assert result.passed and "between 90 and 250" in result.message and "matches" in result.message
+    expected = crossover_expected(load_ablations()["timing"])
+    result = check_loglog_crossover(fn, _shipped_outcome())
+    assert result.passed and f"between {_fmt(expected.low)} and {_fmt(expected.high)}" in result.message
+    assert "matches" in result.message
+
+
+def _shipped_outcome():
+    """The choice the shipped timings make true: the crossover of the full-span fits, by hand."""
+    t = load_ablations()["timing"]
+    n = crossover_length(reference_loglog_fit(t["lengths"], t["ms_per_step"]["1"]["transformer"]),
+                         reference_loglog_fit(t["lengths"], t["ms_per_step"]["1"]["gru"]))
+    return "never" if not math.isfinite(n) else "below 32" if n < 32 else "32 to 256" if n <= 256 else "above 256"
+
+
+def test_crossover_range_follows_the_timings():
+    """The range comes from the timings it judges: scaled GRU times move it, and it always holds the full-span fit."""
+    lengths = [8, 16, 32, 64, 128]
+    transformer = [10.0 * n**0.8 for n in lengths]
+    for gru_scale, inside in ((5.0, 2.0 ** (5 / 3)), (0.5, 20.0 ** (5 / 3))):  # 10 n^0.8 = scale n^1.4
+        gru = [gru_scale * n**1.4 for n in lengths]
+        expected = crossover_expected({"lengths": lengths, "ms_per_step": {"1": {"transformer": transformer,
+                                                                                 "gru": gru}}})
+        n = crossover_length(reference_loglog_fit(lengths, transformer), reference_loglog_fit(lengths, gru))
+        assert math.isclose(n, inside, rel_tol=0.05) and expected.low <= n <= expected.high
+        assert ("short strings" in expected.meaning) == (expected.high < 32)
 
 
 def test_loglog_checker_compares_a_wrong_prediction_without_failing():
-    result = check_loglog_crossover(reference_loglog_fit, "below 32")
-    assert result.passed and "You predicted 'below 32'" in result.message
+    wrong = "above 256" if _shipped_outcome() != "above 256" else "below 32"
+    result = check_loglog_crossover(reference_loglog_fit, wrong)
+    assert result.passed and f"You predicted '{wrong}'" in result.message
     assert set(CROSSOVER_OPTIONS) == {"below 32", "32 to 256", "above 256", "never"}
 
 
