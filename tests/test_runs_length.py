@@ -81,12 +81,15 @@ def test_shipped_winner_curve():
     recipe, results = shipped["recipe"], shipped["results"]
     curve = results["curve"]["exact_match"]
     assert recipe["train"]["steps"] == WINNER_STEPS
-    # the bar: >= 99.5 % at every training length 3-10 and >= 95 % at every length 11-20
-    assert min(curve[str(n)] for n in range(3, 11)) >= 99.5 and min(curve[str(n)] for n in range(11, 21)) >= 95
-    assert min(curve[str(n)] for n in range(21, 41)) >= 90  # and the curve out to 40 holds up
-    inside = results["inside_curve"]  # 1000 other strings per training length: one miss is 0.1 %
+    # the bar: >= 99.5 % at every training length 3-10 and >= 95 % at every length 11-20. On the
+    # curve's 100 strings per length 99.5 % would mean no miss at all, so the training lengths are
+    # judged on the 1000 other strings per length of "inside_curve" (one miss is 0.1 %), and the
+    # 100-string curve there only has to show no more than one miss per length
+    inside = results["inside_curve"]
     assert inside["n_per_length"] == 1000 and list(inside["exact_match"]) == [str(n) for n in range(3, 11)]
     assert min(inside["exact_match"].values()) >= 99.5
+    assert min(curve[str(n)] for n in range(3, 11)) >= 99 and min(curve[str(n)] for n in range(11, 21)) >= 95
+    assert min(curve[str(n)] for n in range(21, 41)) >= 90  # and the curve out to 40 holds up
 
 
 def test_random_positions_only_in_training():
