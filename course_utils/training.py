@@ -250,6 +250,7 @@ def train(
             return masked_cross_entropy(logits, targets, config.pad_id, config.label_smoothing)
 
     optimizer = make_optimizer(model, config)
+    clipped = [p for group in optimizer.param_groups for p in group["params"]]  # listed once, not every step
     history = TrainHistory()
     model.train()
     start, cpu_start, cpu_in_callbacks = time.perf_counter(), time.process_time(), 0.0
@@ -278,7 +279,7 @@ def train(
             history.callback_seconds += time.perf_counter() - wall
             cpu_in_callbacks += time.process_time() - cpu
         if config.clip is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+            nn.utils.clip_grad_norm_(clipped, config.clip)
         optimizer.step()
         history.losses.append(loss.item())
         history.lrs.append(lr)
