@@ -11,7 +11,7 @@ time, which other jobs on a shared machine disturb much less), steps, and exact 
 3..11 (greedy decoding, 200 fresh strings per length). Runs on one thread so CPU seconds compare.
 ``steps`` times one training step of the fast recipe's model with each pair of kernels
 (from-scratch or fused LayerNorm, explicit or fused attention), in alternating rounds so that a
-change in the machine's load hits every pair alike, and prints the median CPU ms of each.
+change in the machine's load hits every pair alike, and prints the median CPU and wall ms of each.
 """
 
 from __future__ import annotations
