@@ -20,6 +20,7 @@ from .masks import padding_mask
 from .sampling import filter_logits, sample_next
 from .validate import (
     check_bool,
+    check_choice,
     check_number,
     check_positive_int,
     check_str_list,
@@ -136,18 +137,34 @@ def sample_decode(
     return _autoregressive(model, src, max_len, sample, use_cache=True)
 
 
+def length_penalty_factor(length: int, alpha: float, penalty: str = "power") -> float:
+    """What beam search divides a finished hypothesis's log-probability by. Chapters 6 and 13.
+
+    ``"power"``: length ** alpha; ``"gnmt"``: ((5 + length) / 6) ** alpha, the penalty of Wu et al.
+    (2016) that the Transformer paper uses with alpha = 0.6. alpha = 0 divides by 1 (no penalty).
+    """
+    length = check_positive_int("length", length)
+    alpha = check_number("alpha", alpha, low=0.0)
+    check_choice("penalty", penalty, ("power", "gnmt"))
+    return float(length) ** alpha if penalty == "power" else ((5 + length) / 6) ** alpha
+
+
 @torch.no_grad()
 def beam_search(
-    model: nn.Module, src: Tensor, max_len: int, beam_size: int = 4, length_penalty: float = 0.0
+    model: nn.Module, src: Tensor, max_len: int, beam_size: int = 4, length_penalty: float = 0.0,
+    penalty: str = "power",
 ) -> list[tuple[list[int], float]]:
     """Beam search for one source (1, T_src): the ``beam_size`` best hypotheses, best first. Chapter 6.
 
     Each hypothesis is (ids ending with EOS unless max_len was reached, score), where score is
-    the sum of log-probabilities divided by len(ids) ** length_penalty. Beam size 1 is greedy.
+    the sum of log-probabilities divided by :func:`length_penalty_factor` of len(ids) with
+    alpha = ``length_penalty`` (``penalty="gnmt"``: Chapter 13's ((5 + len) / 6) ** alpha).
+    Beam size 1 is greedy.
     """
     _check_inputs(model, src, max_len)
     check_positive_int("beam_size", beam_size)
     length_penalty = check_number("length_penalty", length_penalty, low=0.0)
+    check_choice("penalty", penalty, ("power", "gnmt"))
     if src.shape[0] != 1:
         raise ValueError(
             f"beam_search decodes one source at a time: src must have shape (1, T_src), got {tuple(src.shape)}"
@@ -159,10 +176,13 @@ def beam_search(
     done: list[tuple[list[int], float]] = []
 
     def final_score(ids: list[int], logp: float) -> float:
-        return logp / (len(ids) ** length_penalty)
+        return logp / length_penalty_factor(len(ids), length_penalty, penalty)
 
     limit = _model_max_len(model)
-    for _ in range(max_len if limit is None else min(max_len, limit)):
+    n_steps = max_len if limit is None else min(max_len, limit)
+    # the largest divisor any hypothesis can reach: its length is at most n_steps and the penalty grows with length
+    largest_penalty = length_penalty_factor(n_steps, length_penalty, penalty)
+    for _ in range(n_steps):
         k = len(alive)
         ys = torch.tensor([ids for ids, _ in alive], dtype=torch.long, device=src.device)  # (k, t)
         logits = model.decode(ys, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
@@ -181,11 +201,12 @@ def beam_search(
         alive = new_alive
         if not alive:
             break
-        if length_penalty == 0.0 and len(done) >= beam_size:
-            # log-probabilities only go down: once beam_size finished hypotheses all score at least
-            # as well as the best alive one, no alive beam can enter the top beam_size
-            kth_best = sorted((s for _, s in done), reverse=True)[beam_size - 1]
-            if kth_best >= max(s for _, s in alive):
+        if len(done) >= beam_size:
+            # log-probabilities only go down and the penalty only grows, so no alive beam can end
+            # above (its log-probability so far) / largest_penalty; once beam_size finished
+            # hypotheses score at least that, no alive beam can enter the top beam_size
+            kth_best = sorted((final_score(ids, s) for ids, s in done), reverse=True)[beam_size - 1]
+            if kth_best >= max(s for _, s in alive) / largest_penalty:
                 break
     done.extend((ids[1:], s) for ids, s in alive)  # unfinished hypotheses at max_len
     ranked = sorted(((ids, final_score(ids, s)) for ids, s in done), key=lambda x: -x[1])

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from .data import PAD_ID
 from .progress import TextProgress
-from .schedules import warmup_cosine_lr
+from .schedules import inverse_sqrt_lr, warmup_cosine_lr
 from .validate import (
     check_bool,
     check_callable,
@@ -110,6 +110,7 @@ class TrainConfig:
     clip: float | None = 1.0  # max gradient norm (None = no clipping)
     label_smoothing: float = 0.0  # 0.1 in the paper
     pad_id: int = PAD_ID  # target positions to ignore
+    schedule: str = "cosine"  # "cosine": warm-up + cosine; "inverse_sqrt": the paper's warm-up, then 1/sqrt(step) (Ch 13)
 
     def __post_init__(self) -> None:
         self.steps = check_positive_int("steps", self.steps)
@@ -126,6 +127,10 @@ class TrainConfig:
             check_number("clip", self.clip, low=0.0, low_open=True)
         check_number("label_smoothing", self.label_smoothing, 0.0, 1.0, high_open=True)
         check_int("pad_id", self.pad_id, low=0)
+        check_choice("schedule", self.schedule, ("cosine", "inverse_sqrt"))
+        if self.schedule == "inverse_sqrt" and self.warmup < 1:
+            raise ValueError(f"warmup must be >= 1 with schedule='inverse_sqrt' (the peak is at step warmup), "
+                             f"got {self.warmup}")
 
 
 @dataclass
@@ -262,7 +267,10 @@ def train(
                 "batch_fn must return a tuple (*model_inputs, targets) with at least two tensors, "
                 f"got {type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else "")
             )
-        lr = warmup_cosine_lr(step, config.lr, config.warmup, config.steps, config.min_lr)
+        if config.schedule == "inverse_sqrt":
+            lr = inverse_sqrt_lr(step, config.lr, config.warmup)
+        else:
+            lr = warmup_cosine_lr(step, config.lr, config.warmup, config.steps, config.min_lr)
         for group in optimizer.param_groups:
             group["lr"] = lr
         logits = model(*batch[:-1])
