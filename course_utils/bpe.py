@@ -23,13 +23,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from .validate import check_int, check_str_list
+import torch
+
+from .validate import as_index, check_int, check_str_list
 
 WORD_START = "\u2581"  # "▁": marks the start of every word (the space before it)
 SPECIAL_TOKENS = ("<pad>", "<sos>", "<eos>")  # ids 0, 1, 2: the same ids as Chapter 6 (course_utils.data)
 PAD_ID, SOS_ID, EOS_ID = 0, 1, 2
 
 Pair = tuple[str, str]
+
+
+def _check_pair(name: str, pair: object) -> Pair:
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)):
+        raise ValueError(f"{name} must be a pair of non-empty strings such as ('u', 'nd'), got {pair!r:.60}")
+    return pair[0], pair[1]
 
 
 def _check_text(name: str, text: object) -> str:
@@ -66,7 +74,9 @@ def _pair_counts(words: dict[tuple[str, ...], int]) -> Counter[Pair]:
 
 def merge_word(symbols: Sequence[str], pair: Pair) -> tuple[str, ...]:
     """``symbols`` with every occurrence of ``pair`` (left to right, not overlapping) joined. Chapter 13."""
-    a, b = pair
+    if isinstance(symbols, str) or not isinstance(symbols, (list, tuple)):
+        raise TypeError(f"symbols must be a list or tuple of str, got {type(symbols).__name__}")
+    a, b = _check_pair("pair", pair)
     out: list[str] = []
     i = 0
     while i < len(symbols):
@@ -136,7 +146,16 @@ def merges_from_counts(counts: dict[str, int], n_merges: int, min_count: int = 2
 
 def encode_word(word: str, merges: Sequence[Pair] | dict[Pair, int]) -> list[str]:
     """The BPE symbols of one pre-tokenised word: its characters, merged in the order learned. Chapter 13."""
-    ranks = merges if isinstance(merges, dict) else {tuple(p): i for i, p in enumerate(merges)}
+    if not isinstance(word, str) or not word:
+        raise TypeError(f"word must be a non-empty str, got {type(word).__name__} {word!r:.40}")
+    if isinstance(merges, dict):
+        ranks = merges
+    elif isinstance(merges, (list, tuple)):
+        ranks = {}
+        for i, p in enumerate(merges):
+            ranks.setdefault(_check_pair(f"merges[{i}]", p), i)
+    else:
+        raise TypeError(f"merges must be a list of pairs (or a dict pair -> rank), got {type(merges).__name__}")
     symbols: tuple[str, ...] = tuple(word)
     while len(symbols) > 1:
         present = [(ranks[p], p) for p in zip(symbols, symbols[1:], strict=False) if p in ranks]
@@ -148,6 +167,7 @@ def encode_word(word: str, merges: Sequence[Pair] | dict[Pair, int]) -> list[str
 
 def detokenize(tokens: Iterable[str]) -> str:
     """The text spelled by BPE token strings: join, ``▁`` -> space, drop the leading space. Chapter 13."""
+    tokens = check_str_list("tokens", list(tokens) if not isinstance(tokens, str) else tokens, allow_empty=True)
     text = "".join(tokens).replace(WORD_START, " ")
     return text[1:] if text.startswith(" ") else text
 
@@ -161,15 +181,17 @@ class BPETokenizer:
     """
 
     def __init__(self, alphabet: Iterable[str], merges: Sequence[Pair]):
+        if isinstance(alphabet, str) or not isinstance(alphabet, (set, frozenset, list, tuple)):
+            raise TypeError(f"alphabet must be a set or list of characters, got {type(alphabet).__name__}")
+        if isinstance(merges, (str, dict)) or not isinstance(merges, (list, tuple)):
+            raise TypeError(f"merges must be a list of pairs, got {type(merges).__name__}")
         alphabet = sorted(set(alphabet) | {WORD_START})
         for ch in alphabet:
             if not isinstance(ch, str) or len(ch) != 1:
                 raise ValueError(f"alphabet must hold single characters, got {ch!r}")
         self.merges: list[Pair] = []
         for i, p in enumerate(merges):
-            if not (isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(s, str) and s for s in p)):
-                raise ValueError(f"merges[{i}] must be a pair of non-empty strings, got {p!r}")
-            self.merges.append((p[0], p[1]))
+            self.merges.append(_check_pair(f"merges[{i}]", p))
         self.ranks = {p: i for i, p in enumerate(self.merges)}
         self.itos: list[str] = list(SPECIAL_TOKENS) + alphabet + [a + b for a, b in self.merges]
         self.stoi: dict[str, int] = {}
@@ -210,8 +232,12 @@ class BPETokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text spelled by ``ids``: stops at the first EOS, skips PAD and SOS. Chapter 13."""
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"ids must be a sequence of token ids, got {type(ids).__name__}")
         out = []
         for i in ids:
+            if isinstance(i, bool) or not isinstance(i, (int, torch.Tensor)) and as_index(i) is None:
+                raise TypeError(f"ids must hold integer token ids, got {type(i).__name__} {i!r:.20}")
             i = int(i)
             if i == EOS_ID:
                 break

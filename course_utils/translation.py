@@ -80,6 +80,8 @@ def encode_pairs(tokenizer: BPETokenizer, pairs: Sequence[Pair]) -> tuple[list[l
 
 def pad(rows: Sequence[Sequence[int]]) -> Tensor:
     """A (B, T) long tensor of the rows, padded on the right with PAD. Chapter 13."""
+    if isinstance(rows, (str, bytes, Tensor)) or not isinstance(rows, Sequence):
+        raise TypeError(f"rows must be a list of token-id lists, got {type(rows).__name__}")
     if not rows:
         raise ValueError("rows must hold at least one sequence, got none")
     T = max(len(r) for r in rows)
@@ -234,6 +236,8 @@ def perplexity(model: nn.Module, src_rows: Sequence[Sequence[int]], tgt_rows: Se
     """exp(mean cross-entropy per target token, EOS included) with teacher forcing, no smoothing. Chapter 13."""
     check_module("model", model)
     check_positive_int("batch_size", batch_size)
+    if len(src_rows) != len(tgt_rows):
+        raise ValueError(f"src_rows and tgt_rows must have the same length, got {len(src_rows)} and {len(tgt_rows)}")
     model.eval()
     total, count = 0.0, 0
     for i in range(0, len(src_rows), batch_size):
@@ -292,6 +296,7 @@ def averaged_model(model: nn.Module, states: Sequence[dict[str, Tensor]]) -> nn.
 # ---------------------------------------------------------------- reading the model
 def token_spans(tokenizer: BPETokenizer, text: str) -> list[tuple[int, int]]:
     """Character span [start, end) in ``text`` of every token (a word-start marker stands for its space). Chapter 13."""
+    _check_tokenizer(tokenizer)
     spans, pos = [], -1  # the marker in front of the first word stands before position 0
     for tok in tokenizer.tokens(text):
         spans.append((max(pos, 0), pos + len(tok)))
@@ -306,6 +311,7 @@ def cross_attention(model: nn.Module, tokenizer: BPETokenizer, source: str, targ
     Row t is the decoder step that predicts target token t (the last row predicts EOS).
     """
     check_module("model", model)
+    _check_tokenizer(tokenizer)
     src, tgt_in, _ = teacher_forcing([tokenizer.encode(source)], [tokenizer.encode(target)])
     model.eval()
     _, weights = model(src, tgt_in, return_attention=True)
@@ -351,6 +357,8 @@ def units_alignment(model: nn.Module, tokenizer: BPETokenizer, numbers: Sequence
     """
     check_module("model", model)
     _check_tokenizer(tokenizer)
+    if isinstance(numbers, (str, bytes)) or not isinstance(numbers, Sequence):
+        raise TypeError(f"numbers must be a sequence of ints, got {type(numbers).__name__}")
     layers = None
     used = 0
     sums = None

@@ -980,6 +980,73 @@ bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name mus
 bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
 
 
+# ---------------------------------------------------------------- Chapter 13: BPE and translation
+from course_utils import bpe, translation  # noqa: E402
+from course_utils.decoding import length_penalty_factor  # noqa: E402
+from course_utils.runs import translation as runs_translation  # noqa: E402
+from course_utils.schedules import inverse_sqrt_lr  # noqa: E402
+
+_BPE = bpe.BPETokenizer(list("abcdefghijklmnopqrstuvwxyz"), [("a", "b")])
+_TR_MODEL = model.Transformer(model.TransformerConfig(_BPE.vocab_size, _BPE.vocab_size, d_model=8, n_heads=2, d_ff=16,
+                                                      n_encoder_layers=1, n_decoder_layers=1)).eval()
+bad(M_, lambda: bpe.pretokenize("a\u2581b"), ValueError, "text must not contain the word marker")
+bad(M_, lambda: bpe.pretokenize(["ab"]), TypeError, "text must be a str", "list")
+bad(M_, lambda: bpe.word_counts("one two"), TypeError, "texts must be a list of str")
+bad(M_, lambda: bpe.merge_word("abc", ("a", "b")), TypeError, "symbols must be a list or tuple of str")
+bad(M_, lambda: bpe.merge_word(["a", "b"], ("a",)), ValueError, "pair must be a pair of non-empty strings")
+bad(I_, lambda: bpe.learn_merges(["a b"], 2.0), TypeError, "n_merges must be a non-negative int")
+bad(M_, lambda: bpe.learn_merges(["a b"], -1), ValueError, "n_merges must be")
+bad(M_, lambda: bpe.merges_from_counts({"ab": 0}, 2), ValueError, "counts['ab'] must be")
+bad(M_, lambda: bpe.merges_from_counts(["ab"], 2), TypeError, "counts must be a dict")
+bad(M_, lambda: bpe.encode_word("", []), TypeError, "word must be a non-empty str")
+bad(M_, lambda: bpe.encode_word("ab", [("a", "b", "c")]), ValueError, "merges[0] must be a pair")
+bad(M_, lambda: bpe.detokenize("ab"), TypeError, "tokens must be a list of str")
+bad(M_, lambda: bpe.BPETokenizer("abc", []), TypeError, "alphabet must be a set or list of characters")
+bad(M_, lambda: bpe.BPETokenizer(["ab"], []), ValueError, "alphabet must hold single characters")
+bad(M_, lambda: _BPE.encode("a1"), ValueError, "'1'", "not in the vocabulary")
+bad(M_, lambda: _BPE.decode([3, 999]), ValueError, "ids must be token ids in [0, 31)")
+bad(M_, lambda: _BPE.decode("ab"), TypeError, "ids must be a sequence of token ids")
+bad(M_, lambda: bpe.BPETokenizer.train(["a"], 2.5), TypeError, "n_merges must be a non-negative int")
+bad(M_, lambda: translation.number_name(-3), ValueError, "n must be")
+bad(M_, lambda: translation.number_name(3, "xx"), ValueError, "lang must be a language num2words knows")
+bad(M_, lambda: translation.number_name(3, 4), TypeError, "lang must be a num2words language code")
+bad(M_, lambda: translation.make_pairs("12"), TypeError, "numbers must be a sequence of ints")
+bad(M_, lambda: translation.split_numbers(10, 10), ValueError, "n_test must be")
+bad(I_, lambda: translation.split_numbers(10.0, 2), TypeError, "limit must be a positive int")
+bad(M_, lambda: translation.beyond_numbers(10, 5, 2), ValueError, "high must be")
+bad(M_, lambda: translation.encode_pairs("tok", []), TypeError, "tokenizer must be a course_utils.bpe.BPETokenizer")
+bad(M_, lambda: translation.pad([]), ValueError, "rows must hold at least one sequence")
+bad(M_, lambda: translation.pad("abc"), TypeError, "rows must be a list of token-id lists")
+bad(M_, lambda: translation.teacher_forcing([[3]], []), ValueError, "src_rows and tgt_rows must have the same length")
+bad(M_, lambda: translation.batch_sampler([[3]], [[3]], 4, 0), TypeError, "generator must be a torch.Generator")
+bad(I_, lambda: translation.batch_sampler([[3]], [[3]], 0, torch.Generator()), ValueError, "batch_size must be a positive int")
+bad(M_, lambda: translation.translate(_TR_MODEL, _BPE, "ab"), TypeError, "texts must be a list of str")
+bad(N_, lambda: translation.translate(_TR_MODEL, _BPE, ["ab"], 4, NAN), ValueError, "alpha must be")
+bad(I_, lambda: translation.translate(_TR_MODEL, _BPE, ["ab"], 0), ValueError, "beam_size must be a positive int")
+bad(M_, lambda: translation.exact_match_count(["a"], ["a", "b"]), ValueError, "hypotheses and references must have the same length")
+bad(M_, lambda: translation.scores("a", ["a"]), TypeError, "hypotheses must be a list of str")
+bad(M_, lambda: translation.paired_bootstrap({"a": ["x"]}, ["x"]), ValueError, "systems must be a dict of at least two")
+bad(M_, lambda: translation.perplexity(_TR_MODEL, [[3]], []), ValueError, "src_rows and tgt_rows must have the same length")
+bad(M_, lambda: translation.average_state_dicts([]), TypeError, "states must be a non-empty list of state dicts")
+bad(M_, lambda: translation.average_state_dicts([{"a": torch.zeros(1)}, {"b": torch.zeros(1)}]), ValueError, "states[1] must be a state dict with the same keys")
+bad(I_, lambda: translation.KeepCheckpoints(0, 5), ValueError, "every must be a positive int")
+bad(M_, lambda: translation.averaged_model("model", []), TypeError, "model must be")
+bad(M_, lambda: translation.token_spans("tok", "ab"), TypeError, "tokenizer must be a course_utils.bpe.BPETokenizer")
+bad(M_, lambda: translation.cross_attention(_TR_MODEL, "tok", "ab", "ab"), TypeError, "tokenizer must be")
+bad(M_, lambda: translation.units_tens_spans(34, "fr"), ValueError, "target must be one of")
+bad(M_, lambda: translation.units_alignment(_TR_MODEL, _BPE, [10, 20]), ValueError, "numbers must include at least one number")
+bad(M_, lambda: translation.units_alignment(_TR_MODEL, _BPE, "34"), TypeError, "numbers must be a sequence of ints")
+bad(M_, lambda: length_penalty_factor(3, 0.6, "linear"), ValueError, "penalty must be one of")
+bad(N_, lambda: length_penalty_factor(3, NAN), ValueError, "alpha must be")
+bad(I_, lambda: inverse_sqrt_lr(1, 1e-3, 0), ValueError, "warmup must be a positive int")
+bad(M_, lambda: runs_translation.make_data({"model": {}}), ValueError, "recipe must have the keys")
+bad(M_, lambda: runs_translation.build({"model": {"d_model": 9}}, 10), ValueError, "d_model")
+bad(M_, lambda: runs_translation.run_translation({"seed": 0}), ValueError, "recipe must have the keys")
+bad(M_, lambda: runs_translation.variant("huge"), ValueError, "name must be one of")
+bad(M_, lambda: runs_translation.TranslationRun(1, 2, 3, 4), TypeError, "recipe")
+bad(M_, lambda: runs_translation.TranslationData(1, 2, 3), TypeError, "train_numbers")
+
+
 def _run(row: Row) -> BaseException | None:
     try:
         row[1]()

@@ -34,8 +34,6 @@ from .mlm import MLM_FILE
 from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .scaling import SCALING_FILE
-from .translation import TRANSLATION_CHECKPOINT, TRANSLATION_RECIPE, TRANSLATION_RESULTS
-from .translation import benchmark_recipe as translation_benchmark_recipe
 from .vit import VIT_FILE
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
@@ -61,8 +59,6 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
     MLM_FILE: lambda: MLM_RECIPE,
-    TRANSLATION_CHECKPOINT: lambda: TRANSLATION_RECIPE,
-    TRANSLATION_RESULTS: translation_benchmark_recipe,
 }
 
 
