@@ -125,7 +125,7 @@ def top_contexts(model: nn.Module, ids: Tensor, layer: int, unit: int, k: int = 
     windows = ids[: n * block_size].view(n, block_size)  # (n, block_size)
     m = ffn_memory_coefficients(model, windows, layer)[..., unit].reshape(-1)  # (n * block_size,)
     values, positions = m.topk(min(k, m.numel()))
-    return [(int(p), float(v)) for p, v in zip(positions, values)]
+    return [(int(p), float(v)) for p, v in zip(positions, values, strict=True)]
 
 
 @torch.no_grad()

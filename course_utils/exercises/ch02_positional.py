@@ -19,8 +19,8 @@ from .core import CheckFailed, as_number, call_student, checker, expect_close, e
 from .core import as_int as _as_int
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_alibi_slopes", "check_apply_rope", "check_half_offset", "check_position_from_row", "check_shift_rotation",
-           "check_sinusoidal"]
+__all__ = ["check_alibi_slopes", "check_apply_rope", "check_half_offset", "check_position_from_row",
+           "check_shift_rotation", "check_sinusoidal"]
 
 
 # ---------------------------------------------------------------- 2.1 sinusoidal table, any base, odd d_model
@@ -344,7 +344,7 @@ def _angle(s: float, c: float) -> float:
 
 
 def reference_position_from_row(row: Tensor) -> float:
-    """p from the rounded row (sin p, cos p, sin p/100, cos p/100): the slow hand says which turn, the fast one where."""
+    """p from the rounded row (sin p, cos p, sin p/100, cos p/100): the slow hand gives the turn, the fast one p."""
     s0, c0, s1, c1 = (float(v) for v in row)
     coarse = _angle(s1, c1) / 0.01  # good to a fraction of a position
     fine = _angle(s0, c0)  # exact up to whole turns of 2 pi
@@ -380,7 +380,8 @@ def check_position_from_row(fn: Callable[[Tensor], Any]) -> str:
     for p in POSITIONS_26:
         row = torch.tensor([math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)],
                            dtype=torch.float64).round(decimals=3)
-        got = as_number(call_student(fn, row.clone(), what="my_position_from_row"), f"my_position_from_row(PE[{p:g}])")
+        answer = call_student(fn, row.clone(), what="my_position_from_row")
+        got = as_number(answer, f"my_position_from_row(PE[{p:g}])")
         if abs(got - p) <= 0.01:
             continue
         for hint, wrong in _position_mistakes(row).items():
