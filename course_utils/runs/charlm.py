@@ -253,5 +253,5 @@ def train_budgeted(recipe: Recipe | None = None, seconds: float | None = None, s
               "planned_steps": total, "params": sum(p.numel() for p in model.parameters()),
               "tokens_seen": tokens, "last_loss": round(loss_value, 4),
               "gflops_per_s": round(matmul_flops_per_token(model, T) * tokens / wall / 1e9, 2),
-              "gflops_per_cpu_s": round(matmul_flops_per_token(model, T) * tokens / cpu / 1e9, 2), "clock": clock}
+              "gflops_per_cpu_s": round(matmul_flops_per_token(model, T) * tokens / cpu / 1e9, 3), "clock": clock}
     return model, record
