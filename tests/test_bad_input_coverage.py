@@ -45,11 +45,13 @@ EXEMPT: dict[str, str] = {
     "draw_multihead_split": FIGURE,
     "draw_post_pre_ln": FIGURE,
     "draw_kv_cache": FIGURE,
+    "draw_transformer_phone": NO_ARGS,
     "book_style": NO_ARGS,
     "phone_layout": NO_ARGS,
     "live_kernel": NO_ARGS,
     # shipped results and recipes: functions of no argument that read or build a fixed thing
     "charlm_data": NO_ARGS,
+    "charlm_split": NO_ARGS,
     "ablations_recipe": "one bool (quick); a fixed recipe",
     "load_ablations": NO_ARGS,
     "load_scaling": NO_ARGS,
