@@ -185,7 +185,8 @@ def main() -> None:
                                                 base["references"][split], strict=True) if h != r]
                 for split in ("test", "beyond")}
     result = {"rows": rows, "variants": variants, "failures": failures,
-              "outputs": {"beyond_beam": base["outputs"]["beam/beyond"][:50], "beyond_numbers": base["numbers"]["beyond"][:50]},
+              "outputs": {"beyond_beam": base["outputs"]["beam/beyond"][:50],
+                          "beyond_numbers": base["numbers"]["beyond"][:50]},
               "wall_seconds_total": round(time.perf_counter() - start, 1), "jobs": args.jobs,
               "load_average_5min": [round(load_before, 1), round(os.getloadavg()[1], 1)],
               "torch": torch.__version__, "machine": platform.machine(), "recipe": benchmark_recipe()}

@@ -90,7 +90,7 @@ def merge_word(symbols: Sequence[str], pair: Pair) -> tuple[str, ...]:
 
 
 def learn_merges(texts: Iterable[str], n_merges: int, min_count: int = 2) -> list[Pair]:
-    """The first ``n_merges`` BPE merges learned from ``texts`` (fewer if no pair occurs ``min_count`` times). Chapter 13.
+    """The first ``n_merges`` BPE merges learned from ``texts`` (fewer if no pair occurs ``min_count`` times). Ch 13.
 
     Ties between pairs of equal count go to the pair whose symbols came first in the
     vocabulary (see the module docstring). Counts are updated only for the words a merge

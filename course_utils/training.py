@@ -110,7 +110,7 @@ class TrainConfig:
     clip: float | None = 1.0  # max gradient norm (None = no clipping)
     label_smoothing: float = 0.0  # 0.1 in the paper
     pad_id: int = PAD_ID  # target positions to ignore
-    schedule: str = "cosine"  # "cosine": warm-up + cosine; "inverse_sqrt": the paper's warm-up, then 1/sqrt(step) (Ch 13)
+    schedule: str = "cosine"  # "cosine": warm-up + cosine; "inverse_sqrt": warm-up, then 1/sqrt(step) (paper, Ch 13)
 
     def __post_init__(self) -> None:
         self.steps = check_positive_int("steps", self.steps)

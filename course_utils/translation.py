@@ -55,7 +55,7 @@ def make_pairs(numbers: Sequence[int], target: str = "de", source: str = "en") -
 
 
 def split_numbers(limit: int, n_test: int, seed: int = 0) -> tuple[list[int], list[int]]:
-    """(train, test): the numbers 0..limit-1 shuffled with ``seed``; the test set holds ``n_test`` of them. Chapter 13."""
+    """(train, test): the numbers 0..limit-1 shuffled with ``seed``; ``n_test`` of them are for testing. Chapter 13."""
     limit = check_positive_int("limit", limit)
     n_test = check_int("n_test", n_test, low=1, high=limit - 1)
     seed = check_int("seed", seed)
@@ -91,7 +91,8 @@ def pad(rows: Sequence[Sequence[int]]) -> Tensor:
     return out
 
 
-def teacher_forcing(src_rows: Sequence[Sequence[int]], tgt_rows: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor, Tensor]:
+def teacher_forcing(src_rows: Sequence[Sequence[int]],
+                    tgt_rows: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor, Tensor]:
     """(src, tgt_in = SOS + target, tgt_out = target + EOS), each (B, T) padded with PAD. Chapter 13."""
     if len(src_rows) != len(tgt_rows):
         raise ValueError(f"src_rows and tgt_rows must have the same length, got {len(src_rows)} and {len(tgt_rows)}")
@@ -215,7 +216,7 @@ def paired_bootstrap(systems: dict[str, Sequence[str]], references: Sequence[str
     if not isinstance(systems, dict) or len(systems) < 2:
         raise ValueError(f"systems must be a dict of at least two named outputs, got {systems!r:.60}")
     refs = check_str_list("references", references)
-    for name, hyps in systems.items():
+    for hyps in systems.values():
         _check_pairs(hyps, refs)
     n_samples = check_positive_int("n_samples", n_samples)
     os.environ["SACREBLEU_SEED"] = str(check_int("seed", seed))
@@ -378,7 +379,7 @@ def units_alignment(model: nn.Module, tokenizer: BPETokenizer, numbers: Sequence
         mass_t = w[:, rows][:, :, cols_t].sum(-1).mean(-1)
         if sums is None:
             layers = w.shape[0]
-            sums = {"units_mass": torch.zeros(layers), "tens_mass": torch.zeros(layers), "units_wins": torch.zeros(layers)}
+            sums = {k: torch.zeros(layers) for k in ("units_mass", "tens_mass", "units_wins")}
         sums["units_mass"] += mass_u
         sums["tens_mass"] += mass_t
         sums["units_wins"] += (mass_u > mass_t).float()
