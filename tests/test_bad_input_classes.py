@@ -112,6 +112,8 @@ PENDING: set[str] = {
     "course_utils.runs.charlm.ValidationBitsPerChar:val_ids",  # charlm (Ch 8)
     "course_utils.runs.charlm.run_charlm:progress",  # charlm (Ch 8)
     "course_utils.runs.charlm.run_charlm:steps",  # charlm (Ch 8)
+    "course_utils.sliding_window.windowed_bits_per_char:max_windows",  # ch11
+    "course_utils.sliding_window.windowed_bits_per_char:val_ids",  # ch11
     "course_utils.scaling.PowerLawFit:coefficient",  # ch12
     "course_utils.scaling.PowerLawFit:exponent",  # ch12
     "course_utils.scaling.PowerLawFit:exponent_se",  # ch12
