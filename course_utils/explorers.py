@@ -114,7 +114,7 @@ def next_token_table(model: nn.Module, word: str, temperature: float = 1.0,
 
     Row t is the distribution the sampler draws from after the greedy prefix up to step t.
     """
-    check_number("temperature", temperature, low=0.0)
+    check_number("temperature", temperature, low=0.0, low_open=True)
     if top_k is not None:
         check_positive_int("top_k", top_k)
     src, _, _ = make_batch([_check_input(word)])
