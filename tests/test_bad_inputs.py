@@ -726,6 +726,7 @@ from course_utils.runs import core as runs_core  # noqa: E402
 from course_utils.runs import mlm as runs_mlm  # noqa: E402
 from course_utils.runs import modern as runs_modern  # noqa: E402
 from course_utils.runs import registry as runs_registry  # noqa: E402
+from course_utils.runs import scaling as runs_scaling  # noqa: E402
 from course_utils.runs import vit as runs_vit  # noqa: E402
 
 LENS = torch.tensor([3, 4])
@@ -877,10 +878,10 @@ bad(M_, lambda: runs_vit.load_vit(TMP / "good.pt"), ValueError, "path must hold 
 TINY_MLM = mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8)
 bad(M_, lambda: runs_mlm.save_mlm(MODEL, {}, path=TMP / "mlm.pt"), TypeError, "model must be an EncoderOnlyLM")
 bad(M_, lambda: runs_mlm.save_mlm(TINY_MLM, {"loss_nats": []}, path=TMP / "mlm.pt"), ValueError,
-    "log must be the log train_mlm returns", "cpu_seconds")
+    "log must be the log run_mlm returns", "cpu_seconds")
 bad(M_, lambda: runs_mlm.load_mlm(TMP / "good.pt"), ValueError, "path must hold a masked-language model", "'transformer'")
-bad(I_, lambda: mlm.train_mlm(stop_after=2.5), TypeError, "stop_after must be")
-bad(Z_, lambda: mlm.train_mlm(steps=5, stop_after=6), ValueError, "stop_after must be an int in [1, 5]")
+bad(I_, lambda: runs_mlm.run_mlm(stop_after=2.5), TypeError, "stop_after must be")
+bad(Z_, lambda: runs_mlm.run_mlm(steps=5, stop_after=6), ValueError, "stop_after must be an int in [1, 5]")
 
 # chapters 1-10: masks of the opposite convention
 bad(K_, lambda: model.attend_with_bias(MHA, Q, Q, Q, ~CAUSAL4, None, False), ValueError, "PyTorch's convention")
@@ -953,18 +954,43 @@ bad(M_, lambda: mlm.bert_mask(SRC, 29, 29, rate=1.5), ValueError, "rate must be 
 bad(M_, lambda: mlm.bert_mask(SRC, 29, 3), ValueError, "mask_id must be an int >= 29")
 bad(M_, lambda: mlm.masked_loss(torch.randn(1, 3, 30), torch.full((1, 3), -100)), ValueError, "targets")
 bad(M_, lambda: mlm.masked_accuracy(SMALL_GPT, torch.zeros(2, 8, dtype=torch.long)), TypeError, "model must be an EncoderOnlyLM")
-bad(M_, lambda: mlm.train_mlm({"model": {}}), ValueError, "recipe must be a dict with the keys")
+bad(M_, lambda: runs_mlm.run_mlm({"model": {}}), ValueError, "recipe must have the keys")
 bad(M_, lambda: vit.accuracy(vit.mlp_baseline(8), torch.rand(2, 8, 8), torch.tensor([0, 12])), ValueError, "labels must be class ids in [0, 10)")
 bad(M_, lambda: vit.accuracy(vit.mlp_baseline(8), torch.rand(2, 8, 8), torch.tensor([0])), ValueError, "labels must be N=2 integer class ids")
 bad(M_, lambda: vit.count_params("model"), TypeError, "model must be a torch.nn.Module")
-bad(M_, lambda: vit.build_vit({"model": {"patch": 3}}), ValueError, "recipe must be a dict with the keys")
-bad(M_, lambda: vit.train_classifier(torch.nn.Linear(64, 10), {"train": {}}), ValueError, "recipe must be a dict with the keys")
+bad(M_, lambda: runs_vit.build_vit({"model": {"patch": 3}}), ValueError, "recipe must have the keys")
+bad(M_, lambda: vit.train_classifier(torch.nn.Linear(64, 10), (1, 2), 3), TypeError, "data must be (x_train")
+bad(Z_, lambda: vit.train_classifier(torch.nn.Linear(64, 10), vit.load_digits_split(), 2, warmup_epochs=2), ValueError,
+    "warmup_epochs must be an int in [0, 1]")
+bad(Z_, lambda: vit.matched_mlp(10**8), ValueError, "target_params must be within 5 %", "100,000,000")
+bad(M_, lambda: vit.VisionTransformer(pool="max"), ValueError, "pool must be 'cls' or 'mean'")
+bad(M_, lambda: vit.VisionTransformer(dropout=1.5), ValueError, "dropout must be")
+bad(I_, lambda: vit.VisionTransformer(d_model=True), TypeError, "d_model must be a positive int")
+bad(M_, lambda: vit.VisionTransformer(d_model=30, n_heads=4), ValueError, "n_heads must divide d_model=30")
+bad(M_, lambda: vit.VisionTransformer()(torch.rand(2, 8, 8), return_attention="yes"), TypeError,
+    "return_attention must be True or False")
+bad(M_, lambda: vit.patchify(torch.zeros(2, 8, 8, dtype=torch.long), 2), TypeError, "images must be a floating-point")
+bad(M_, lambda: vit.zero_positions(torch.nn.Linear(2, 2)), TypeError, "model must be a VisionTransformer")
+bad(M_, lambda: runs_vit.run_vit(model="resnet"), ValueError, "model must be one of 'vit', 'mlp' or 'cnn'")
+bad(M_, lambda: mlm.bert_mask(torch.full((2, 3), 29), 29, 29), ValueError, "ids must hold token ids in [0, 29)")
+bad(M_, lambda: mlm.bert_mask(torch.zeros(2, 3, dtype=torch.long), 29, 29, generator=1), TypeError,
+    "generator must be a torch.Generator")
+bad(M_, lambda: mlm.gap_accuracy(mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8),
+                                 torch.zeros(2, 8, dtype=torch.long), 3, right_context="False"), TypeError,
+    "right_context must be True or False")
+bad(N_, lambda: scaling.fit_power_law([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]).predict(-1.0), ValueError,
+    "x must be a positive number")
+bad(N_, lambda: scaling.fit_power_law([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]).predict(float("nan")), ValueError,
+    "x must be a positive number")
+bad(M_, lambda: scaling.fit_loss_surface([1, 2, 4, 8], [1, 2, 4, 8], [4, 3, 2, 1]), ValueError, "vary independently")
+bad(M_, lambda: scaling.fit_power_law("abc", [1.0, 2.0, 3.0]), TypeError, "x must be a sequence")
 bad(M_, lambda: scaling.fit_power_law([1.0, 2.0], [1.0]), ValueError, "x and y")
 bad(M_, lambda: scaling.fit_power_law([1.0, -2.0, 3.0], [1.0, 2.0, 3.0]), ValueError, "x and y must be positive")
 bad(M_, lambda: scaling.compute_optimal(1e9, tokens_per_param=0.0), ValueError, "tokens_per_param must be a positive number")
-bad(M_, lambda: scaling.build_sized_lm(30, {"d_model": 8}), ValueError, "size")
+bad(M_, lambda: runs_scaling.size_recipe({"d_model": 8}), ValueError, "size")
 bad(M_, lambda: scaling.non_embedding_params("model"), TypeError, "model must be")
-bad(M_, lambda: scaling.train_sized_lm({"d_model": 8}, 0), ValueError, "steps must be a positive int")
+bad(M_, lambda: runs_scaling.run_size({"d_model": 8, "n_layers": 1, "n_heads": 2}, 0), ValueError,
+    "steps must be a positive int")
 bad(I_, lambda: explorers.draw_pe_columns(8.0, 1), TypeError, "d_model must be a positive int", "float")
 bad(M_, lambda: explorers.draw_pe_columns(8, 1, positions=0), ValueError, "positions must be a positive int")
 bad(M_, lambda: explorers.pe_explorer(uid="Bad Id"), ValueError, "uid must be lowercase letters")
