@@ -297,34 +297,6 @@ def zero_positions(model: VisionTransformer) -> VisionTransformer:
     return clone.eval()
 
 
-def cnn_baseline(channels: int, n_classes: int = 10) -> nn.Sequential:
-    """A small CNN on (B, 8, 8) digits: two 3x3 convolutions (c, 2c channels), a 2x2 max-pool, a head. Chapter 12."""
-    check_positive_int("channels", channels)
-    check_positive_int("n_classes", n_classes)
-    return nn.Sequential(
-        nn.Unflatten(1, (1, 8)),  # (B, 8, 8) -> (B, 1, 8, 8)
-        nn.Conv2d(1, channels, 3, padding=1), nn.ReLU(),  # (B, c, 8, 8)
-        nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.ReLU(),  # (B, 2c, 8, 8)
-        nn.MaxPool2d(2), nn.Flatten(),  # (B, 2c * 16)
-        nn.Dropout(0.1), nn.Linear(2 * channels * 16, n_classes))
-
-
-def _cnn_params(c: int) -> int:
-    """Parameters of cnn_baseline(c): 10 c + (18 c^2 + 2 c) + (320 c + 10)."""
-    return 10 * c + 18 * c * c + 2 * c + 320 * c + 10
-
-
-def matched_cnn(target_params: int) -> nn.Sequential:
-    """The CNN baseline whose channel count gives the parameter count closest to ``target_params``. Chapter 12."""
-    check_positive_int("target_params", target_params)
-    best = min(range(1, 1025), key=lambda c: abs(_cnn_params(c) - target_params))
-    got = _cnn_params(best)
-    if abs(got - target_params) > 0.05 * target_params:
-        raise ValueError(f"target_params must be within 5 % of a CNN baseline's size ({_cnn_params(1):,} to "
-                         f"{_cnn_params(1024):,} parameters), got {target_params:,} (closest: {got:,})")
-    return cnn_baseline(best)
-
-
 def multiply_adds(model: nn.Module, image_size: int = 8) -> int:
     """Multiply-adds of one forward pass on one image (matrix products and convolutions). Chapter 12."""
     from torch.utils.flop_counter import FlopCounterMode

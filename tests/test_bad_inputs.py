@@ -971,7 +971,30 @@ bad(M_, lambda: vit.VisionTransformer()(torch.rand(2, 8, 8), return_attention="y
     "return_attention must be True or False")
 bad(M_, lambda: vit.patchify(torch.zeros(2, 8, 8, dtype=torch.long), 2), TypeError, "images must be a floating-point")
 bad(M_, lambda: vit.zero_positions(torch.nn.Linear(2, 2)), TypeError, "model must be a VisionTransformer")
-bad(M_, lambda: runs_vit.run_vit(model="resnet"), ValueError, "model must be one of 'vit', 'mlp' or 'cnn'")
+bad(M_, lambda: runs_vit.run_vit(model="resnet"), ValueError, "model must be 'vit' or 'mlp'")
+bad(M_, lambda: runs_vit.build_mlp({"model": {}}), ValueError, "recipe must have the keys")
+bad(M_, lambda: runs_vit.variant("max"), ValueError, "pool must be 'cls' or 'mean'")
+bad(I_, lambda: runs_vit.variant("cls", seed=1.5), TypeError, "seed must be an int")
+bad(I_, lambda: runs_mlm.StopAfter(2.0), TypeError, "steps must be a positive int")
+bad(M_, lambda: mlm.masked_accuracy_by_kind(SMALL_GPT, torch.zeros(2, 8, dtype=torch.long)), TypeError,
+    "model must be an EncoderOnlyLM")
+bad(M_, lambda: mlm.masked_accuracy_by_kind(TINY_MLM, torch.full((2, 8), 30)), ValueError,
+    "windows must hold token ids in [0, 30)")
+bad(N_, lambda: scaling.LossSurfaceFit(0.1, 0.1, 1.0, ((0.0,) * 3,) * 3, 0.0, 5).predict(float("inf"), 10), ValueError,
+    "n must be a positive number")
+bad(M_, lambda: vit.classification_loss(torch.randn(2, 3, 10), torch.zeros(2, dtype=torch.long)), ValueError,
+    "logits must have 2 dimensions")
+bad(M_, lambda: vit.epoch_batches(torch.rand(4, 8, 8), torch.arange(4), 2, generator=3), TypeError,
+    "generator must be a torch.Generator")
+bad(M_, lambda: vit.epoch_batches(torch.rand(4, 8, 8), torch.arange(3), 2, torch.Generator()), ValueError,
+    "labels must be N=4 integer class ids")
+bad(Z_, lambda: vit.epoch_batches(torch.rand(4, 8, 8), torch.arange(4), 0, torch.Generator()), ValueError,
+    "batch_size must be a positive int")
+bad(I_, lambda: vit.steps_per_epoch(100, 6.4), TypeError, "batch_size must be a positive int")
+bad(Z_, lambda: vit.steps_per_epoch(0, 64), ValueError, "n_images must be a positive int")
+bad(M_, lambda: vit.multiply_adds("vit"), TypeError, "model must be a torch.nn.Module")
+bad(Z_, lambda: vit.unpatchify(torch.rand(2, 4, 16), 6), ValueError, "patches must be (B, N, p p)")
+bad(M_, lambda: vit.unpatchify(torch.rand(4, 16), 8), ValueError, "patches must have 3 dimensions")
 bad(M_, lambda: mlm.bert_mask(torch.full((2, 3), 29), 29, 29), ValueError, "ids must hold token ids in [0, 29)")
 bad(M_, lambda: mlm.bert_mask(torch.zeros(2, 3, dtype=torch.long), 29, 29, generator=1), TypeError,
     "generator must be a torch.Generator")

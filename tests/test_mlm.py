@@ -94,7 +94,7 @@ def test_measurements_are_shares():
 
 
 SMALL = {**MLM_RECIPE, "model": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "max_len": 64},
-         "train": {**MLM_RECIPE["train"], "steps": 12, "warmup": 4}}
+         "train": {**MLM_RECIPE["train"], "steps": 12, "warmup": 2}}
 
 
 def test_stop_after_retraces_the_first_steps_of_the_full_run():
@@ -104,7 +104,7 @@ def test_stop_after_retraces_the_first_steps_of_the_full_run():
     assert part["recipe"] == full["recipe"] == SMALL and not model.training
     _, shorter = run_mlm(SMALL, steps=5, progress=False)  # ``steps`` shrinks the schedule: another run
     assert shorter["recipe"]["train"]["steps"] == 5 and shorter["loss_nats"][1:] != full["loss_nats"][1:5]
-    assert shorter["recipe"]["train"]["warmup"] == 4  # runs.with_steps: the warm-up stays below the run
+    assert shorter["recipe"]["train"]["warmup"] == 2  # runs.with_steps keeps a warm-up shorter than the run
 
 
 def test_save_and_load_round_trip(tmp_path):

@@ -14,14 +14,13 @@ from typing import Any
 
 from torch import nn
 
-from ..validate import check_bool, check_choice
+from ..validate import check_bool, check_choice, check_int
 from ..vit import (
     VisionTransformer,
     classification_loss,
     count_params,
     epoch_batches,
     load_digits_split,
-    matched_cnn,
     matched_mlp,
     scores,
     steps_per_epoch,
@@ -62,25 +61,20 @@ def build_mlp(recipe: Recipe | None = None) -> nn.Sequential:
     return matched_mlp(count_params(build_vit(recipe)))
 
 
-def build_cnn(recipe: Recipe | None = None) -> nn.Sequential:
-    """The CNN baseline with the parameter count of the recipe's ViT (two 3x3 convolutions). Chapter 12."""
-    return matched_cnn(count_params(build_vit(recipe)))
-
-
-BUILDERS = {"vit": build_vit, "mlp": build_mlp, "cnn": build_cnn}
+BUILDERS = {"vit": build_vit, "mlp": build_mlp}
 
 
 def variant(pool: str = "cls", seed: int = 0, recipe: Recipe | None = None) -> Recipe:
     """VIT_RECIPE with another pooling ("cls" or "mean") and seed. Chapter 12."""
     recipe = copy.deepcopy(check_recipe(VIT_RECIPE if recipe is None else recipe, _KEYS))
     recipe["model"]["pool"] = check_choice("pool", pool, ("cls", "mean"))
-    recipe["seed"] = seed
+    recipe["seed"] = check_int("seed", seed)
     return recipe
 
 
 def run_vit(recipe: Recipe | None = None, model: str = "vit", steps: int | None = None,
             data: Any = None, progress: bool = False) -> tuple[nn.Module, dict[str, Any]]:
-    """Train the ViT (``model="vit"``) or a baseline (``"mlp"``, ``"cnn"``); return (model, scores). Chapter 12.
+    """Train the ViT (``model="vit"``) or its MLP baseline (``"mlp"``); return (model, scores). Chapter 12.
 
     ``runs.run`` seeds the weights and the batches with the recipe's seed; ``steps`` shortens the
     run (``runs.with_steps``). Scores: test and train accuracy, parameters, steps, CPU and wall seconds.
