@@ -210,6 +210,9 @@ bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), keys="abc"), TypeError,
 bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), annotate="yes"), TypeError, "annotate must be True or False")
 bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin="0"), TypeError, "vmin must be a number or None")
 bad(T, lambda: plots.attention_grid(None), TypeError, "weights must be a tensor or array")
+bad(T, lambda: plots.patch_attention_figure("digits", torch.rand(2, 2, 2)), TypeError, "images must be a tensor or array")
+bad(T, lambda: plots.patch_attention_figure(torch.rand(2, 8, 8), torch.rand(2, 2, 2), phone=1), TypeError,
+    "phone must be True or False")
 bad(T, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles="ab"), TypeError, "col_titles must be a list of str")
 bad(T, lambda: diagrams.draw_transformer(ax="ax"), TypeError, "ax must be a matplotlib Axes")
 bad(T, lambda: interactive.explore("ok", [("n", [1, 2])], "draw"), TypeError, "draw must be a function")
@@ -343,6 +346,8 @@ bad(R, lambda: analysis.attention_entropy(W, torch.zeros(2, 4, dtype=torch.bool)
 bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin=1.0, vmax=0.0), ValueError, "vmin must be smaller than vmax")
 bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), cmap="no-such-map"), ValueError, "cmap must be a matplotlib colormap")
 bad(R, lambda: plots.attention_heatmap(torch.rand(0, 3)), ValueError, "weights must not be empty")
+bad(R, lambda: plots.patch_attention_figure(torch.rand(2, 8, 8), torch.rand(3, 2, 2)), ValueError,
+    "weights must be (n, side, side) with n = 2")
 bad(R, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), cell_size=-1.0), ValueError, "cell_size must be a positive number")
 bad(R, lambda: interactive.explore("Bad Id", [("n", [1])], lambda n: None), ValueError, "uid must be lowercase letters")
 bad(R, lambda: interactive.explore("ok", [("n", [])], lambda n: None), ValueError, "control 'n' must have at least one value")
@@ -1040,6 +1045,44 @@ bad(I_, lambda: explorers.draw_cross_attention(MODEL, "ab", 1.0), TypeError, "la
 bad(M_, lambda: explorers.cross_attention_explorer(model="m"), TypeError, "model must be an encoder-decoder")
 bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name must be one of")
 bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
+
+
+# ---------------------------------------------------------------- issue 37 (skips helper): kernel regression, RoPE stretching, the FFN
+from course_utils import ffn  # noqa: E402
+from course_utils.runs import ffn as runs_ffn  # noqa: E402
+from course_utils.runs import rope_stretch as runs_rope_stretch  # noqa: E402
+
+_ROPE = model.Transformer(_mc(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1, positional="rope", max_len=12))
+_FFN = model.PositionwiseFeedForward(8, 16)
+bad(T, lambda: attention.nadaraya_watson([1.0], Q, Q, 1.0), TypeError, "queries must be a torch.Tensor")
+bad(R, lambda: attention.nadaraya_watson(Q, Q, Q, 0.0), ValueError, "sigma must be a positive number", "0.0")
+bad(R, lambda: attention.nadaraya_watson(Q, torch.randn(2, 4, 3), Q, 1.0), ValueError, "the same last dimension d")
+bad(R, lambda: attention.nadaraya_watson(Q, Q, torch.randn(2, 5, 8), 1.0), ValueError, "the same number of rows T_k")
+bad(R, lambda: positional.rope_tables(4, 8, scale=0.0), ValueError, "scale must be a positive number")
+bad(R, lambda: positional.ntk_base(16, 0.5), ValueError, "factor must be a number >= 1", "0.5")
+bad(R, lambda: positional.ntk_base(2, 4.0), ValueError, "d_k must be even and at least 4", "2")
+bad(T, lambda: positional.stretch_rope("model", "ntk", 2.0), TypeError, "model must be a torch.nn.Module", "str")
+bad(R, lambda: positional.stretch_rope(_ROPE, "yarn", 2.0), ValueError, "method must be one of", "yarn")
+bad(R, lambda: positional.stretch_rope(MODEL, "ntk", 2.0), ValueError, "model must use RoPE")
+bad(T, lambda: ffn.gelu([1.0]), TypeError, "x must be a torch.Tensor")
+bad(R, lambda: ffn.gelu(X, approximate="sigmoid"), ValueError, "approximate must be", "sigmoid")
+bad(T, lambda: ffn.GELUFeedForward(8.0, 16), TypeError, "d_model must be a positive int")
+bad(T, lambda: ffn.GeGLU(8, "16"), TypeError, "d_hidden must be a positive int")
+bad(R, lambda: ffn.swap_ffn_activation(GPT, "swish"), ValueError, "activation must be one of", "swish")
+bad(R, lambda: ffn.swap_ffn_activation(GPT, "geglu"), ValueError, "needs a gated FFN")
+bad(R, lambda: ffn.swap_ffn_activation(torch.nn.Linear(2, 2), "gelu"), ValueError, "model must hold at least one FFN")
+bad(T, lambda: ffn.ffn_memory_coefficients(GPT, torch.zeros(2, 3), 0), TypeError, "tokens must hold token ids")
+bad(R, lambda: ffn.ffn_memory_coefficients(GPT, torch.zeros(2, 3, dtype=torch.long), 9), ValueError, "layer must be")
+bad(T, lambda: ffn.ffn_memory_coefficients(MHA, torch.zeros(2, 3, dtype=torch.long), 0), TypeError, "ModuleList `layers`")
+bad(R, lambda: ffn.top_contexts(GPT, torch.zeros(5, dtype=torch.long), 0, 0, block_size=8), ValueError, "at least one window")
+bad(R, lambda: ffn.top_contexts(GPT, torch.zeros(64, dtype=torch.long), 0, 10_000, block_size=8), ValueError, "unit must be")
+bad(R, lambda: ffn.value_logits(GPT, 0, -1), ValueError, "unit must be")
+bad(T, lambda: ffn.ffn_as_memory(MHA, X), TypeError, "ffn must be a PositionwiseFeedForward")
+bad(T, lambda: ffn.ffn_as_memory(_FFN, X.tolist()), TypeError, "x must be a torch.Tensor")
+bad(R, lambda: runs_ffn.run_activation("swish", 0), ValueError, "name must be one of")
+bad(R, lambda: runs_ffn.run_activation("GeGLU", -1), ValueError, "seed must be")
+bad(T, lambda: runs_rope_stretch.fine_tune("model", "ntk"), TypeError, "model must be a torch.nn.Module")
+bad(R, lambda: runs_rope_stretch.fine_tune(_ROPE, "yarn"), ValueError, "method must be one of")
 
 
 def _run(row: Row) -> BaseException | None:
