@@ -114,6 +114,9 @@ PENDING: set[str] = {
     "course_utils.runs.charlm.run_charlm:steps",  # charlm (Ch 8)
     "course_utils.sliding_window.windowed_bits_per_char:max_windows",  # ch11
     "course_utils.sliding_window.windowed_bits_per_char:val_ids",  # ch11
+    "course_utils.ffn.GeGLU:bias",  # skips; it inherits modern.SwiGLU (ch11), whose bias is unchecked
+    "course_utils.runs.vit.run_vit:steps",  # ch12
+    "course_utils.runs.vit.variant:seed",  # ch12
     "course_utils.scaling.PowerLawFit:coefficient",  # ch12
     "course_utils.scaling.PowerLawFit:exponent",  # ch12
     "course_utils.scaling.PowerLawFit:exponent_se",  # ch12
@@ -431,6 +434,12 @@ class Verdict:
 def verdicts() -> tuple[tuple[Verdict, ...], tuple[tuple[str, str], ...]]:
     """Every (callable, parameter, class) verdict, and the callables not covered with the reason."""
     torch.manual_seed(0)
+    # First-time imports inside PyTorch (the optimizers' step pulls in sympy, say) must not be cut by
+    # the time limit half-way: run them once before any call is timed.
+    _param = torch.zeros(1, requires_grad=True)
+    _param.sum().backward()
+    torch.optim.Adam([_param]).step()
+    torch.optim.AdamW([_param]).step()
     out: list[Verdict] = []
     uncovered: list[tuple[str, str]] = []
     for qualname, obj in sorted(public_callables().items()):
@@ -465,6 +474,9 @@ def verdicts() -> tuple[tuple[Verdict, ...], tuple[tuple[str, str], ...]]:
                 continue
             for case in classes_for(p, good[p.name]):
                 status, error = call(obj, {**good, p.name: case.value})
+                if status == "raised" and not isinstance(error, (TypeError, ValueError)):
+                    # once more: the time limit may have cut a first-time import inside PyTorch half-way
+                    status, error = call(obj, {**good, p.name: case.value})
                 message = str(error) if error is not None else ""
                 clear = status == "raised" and isinstance(error, (TypeError, ValueError))
                 if clear and names_parameter(message, p.name):
