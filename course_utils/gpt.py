@@ -52,7 +52,7 @@ from .model import (
 from .norm import LayerNorm
 from .positional import random_positions as draw_random_positions
 from .sampling import filter_logits, sample_next
-from .validate import check_bool, check_positive_int, check_probability, check_rank
+from .validate import check_bool, check_int, check_positive_int, check_probability, check_rank, check_token_ids
 
 
 @dataclass
@@ -247,8 +247,12 @@ def generate(
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    check_rank("prompt", prompt, 2, "(B, T0) of token ids")
+    check_token_ids("prompt", prompt, model.config.vocab_size, "(B, T0) of token ids")
     check_positive_int("max_new_tokens", max_new_tokens)
+    check_bool("use_cache", use_cache)
+    if eos_id is not None:
+        check_int("eos_id", eos_id, low=0, high=model.config.vocab_size - 1)
+    check_int("pad_id", pad_id, low=0, high=model.config.vocab_size - 1)
     if prompt.shape[1] + max_new_tokens > model.config.max_len:
         raise ValueError(
             f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds the context window "

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .masks import causal_mask
 from .norm import LayerNorm
-from .validate import check_module, check_positive_int, check_rank, check_token_ids
+from .validate import check_module, check_number, check_positive_int, check_rank, check_seed, check_token_ids
 
 
 def repeated_sequences(batch_size: int, half: int, vocab_size: int, generator: torch.Generator | None = None) -> Tensor:
@@ -139,6 +139,10 @@ def train_attention_only(
 ) -> tuple[AttentionOnly, list[float]]:
     """Train an AttentionOnly model on fresh repeated sequences with Adam; return (model, loss per step). Chapter 8."""
     check_positive_int("steps", steps)
+    seed = check_seed("seed", seed)
+    check_positive_int("half", half)
+    check_positive_int("batch_size", batch_size)
+    check_number("lr", lr, low=0.0, low_open=True)
     torch.manual_seed(seed)
     model = AttentionOnly(vocab_size, d_model, n_heads, n_layers, max_len=2 * half)
     g = torch.Generator().manual_seed(seed)

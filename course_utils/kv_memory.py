@@ -14,7 +14,7 @@ from torch import Tensor
 
 from .gpt import DecoderOnly
 from .model import KVCache
-from .validate import check_positive_int, check_rank
+from .validate import check_positive_int, check_token_ids
 
 # Published decoder configurations (layers, query heads, key/value heads, d_head, context length).
 # The paper's base model: its decoder has N = 6 layers, h = 8 heads of d_k = 64 (Vaswani et al. 2017,
@@ -62,7 +62,7 @@ def generate_into_cache(model: DecoderOnly, prompt: Tensor, n_new: int) -> tuple
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    check_rank("prompt", prompt, 2, "(B, T0) of token ids")
+    check_token_ids("prompt", prompt, model.config.vocab_size, "(B, T0) of token ids")
     check_positive_int("n_new", n_new)
     model.eval()
     cache = model.new_cache()

@@ -40,6 +40,7 @@ from .validate import (
     check_finite,
     check_float_tensor,
     check_int,
+    check_number,
     check_positive_int,
     check_probability,
     check_rank,
@@ -87,6 +88,8 @@ class TransformerConfig:
         check_probability("dropout", self.dropout)
         check_bool("norm_first", self.norm_first)
         check_bool("tie_embeddings", self.tie_embeddings)
+        check_bool("fused_layer_norm", self.fused_layer_norm)
+        check_bool("sdpa_attention", self.sdpa_attention)
         check_bool("residual", self.residual)
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
@@ -133,6 +136,7 @@ class PositionalScheme(nn.Module):
         if not all(hasattr(config, a) for a in ("positional", "d_model", "n_heads", "max_len")):
             raise TypeError(f"config must be a TransformerConfig or DecoderOnlyConfig, got {type(config).__name__}")
         c = config
+        check_number("learned_std", learned_std, low=0.0, low_open=True)
         self.kind = c.positional
         self.table: nn.Module | None = None
         if self.kind == "sinusoidal":
@@ -278,6 +282,8 @@ class EncoderBlock(nn.Module):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
         self.residual = check_bool("residual", residual)
+        check_bool("fused_layer_norm", fused_layer_norm)
+        check_bool("sdpa_attention", sdpa_attention)
         self.placement = "pre" if norm_first else "post"
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -377,6 +383,8 @@ class DecoderBlock(nn.Module):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
         self.residual = check_bool("residual", residual)
+        check_bool("fused_layer_norm", fused_layer_norm)
+        check_bool("sdpa_attention", sdpa_attention)
         self.placement = "pre" if norm_first else "post"
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)

@@ -23,11 +23,10 @@ from pathlib import Path
 import torch
 
 from course_utils.evaluation import evaluate_by_length, every_string_score, results_table
-from course_utils.mlm import MLM_RECIPE, train_mlm
 from course_utils.runs import asset_path, save
 from course_utils.runs.charlm import CHARLM_CHECKPOINT, run_charlm
 from course_utils.runs.length import LOSER, TEST_LENGTHS, WINNER, checkpoint_file, length_curve, shipped_recipe
-from course_utils.runs.mlm import MLM_FILE, save_mlm
+from course_utils.runs.mlm import MLM_FILE, MLM_RECIPE, run_mlm, save_mlm
 from course_utils.runs.reversal import (
     DECODER_ONLY_CHECKPOINT,
     DECODER_ONLY_RECIPE,
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
                                                         strict=True)))
         return
     if args.run == "mlm":
-        model, log = train_mlm(MLM_RECIPE, steps=args.steps, progress=True)
+        model, log = run_mlm(MLM_RECIPE, steps=args.steps, progress=True)
         path = save_mlm(model, log, args.out or asset_path(MLM_FILE))
         print(f"mlm: trained {len(log['loss_nats'])} steps in {log['wall_seconds']:.1f} s "
               f"({log['cpu_seconds']:.1f} CPU s), mean loss of the last 50 steps "

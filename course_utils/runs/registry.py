@@ -13,10 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..mlm import MLM_RECIPE
-from ..scaling import SCALING_RECIPE
 from ..validate import check_callable
-from ..vit import VIT_RECIPE
 from .ablations import ABLATIONS_FILE, ablations_recipe
 from .charlm import CHARLM_CHECKPOINT, CHARLM_RECIPE
 from .core import ASSETS, stored_recipe
@@ -31,12 +28,12 @@ from .length import (
     results_recipe,
     shipped_recipe,
 )
-from .mlm import MLM_FILE
+from .mlm import MLM_FILE, MLM_RECIPE
 from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .rope_stretch import ROPE_STRETCH_FILE, rope_stretch_recipe
-from .scaling import SCALING_FILE
-from .vit import VIT_FILE
+from .scaling import SCALING_FILE, SCALING_RECIPE
+from .vit import VIT_FILE, VIT_RECIPE
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
 
