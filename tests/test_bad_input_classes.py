@@ -94,6 +94,9 @@ del FREE_PARAMETERS["x"]
 # TEMPORARY (the round of issues 34-36): failures in the modules of Chapters 8, 11, 12 and 13,
 # which other helpers are rewriting now. Key: "module.qualname:parameter". Emptied at the end.
 PENDING: set[str] = {
+    "course_utils.runs.translation.run_translation:steps",  # ch13: a bad steps is caught only after the data is built
+    "course_utils.translation.number_name:n",  # ch13: 0 is a valid number (zero), not a size
+    "course_utils.translation.units_tens_spans:n",  # ch13: 0 is a valid number, not a size
     "course_utils.charlm.ngram_bits_per_char:order",  # charlm (Ch 8)
     "course_utils.flash.plain_attention:causal",  # ch11
     "course_utils.flash.tiled_attention:k",  # ch11
