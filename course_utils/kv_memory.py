@@ -19,6 +19,8 @@ from .validate import check_positive_int, check_rank
 # Published decoder configurations (layers, query heads, key/value heads, d_head, context length).
 # The paper's base model: its decoder has N = 6 layers, h = 8 heads of d_k = 64 (Vaswani et al. 2017,
 # table 3); its decoder also caches the cross-attention keys/values of the source, not counted here.
+# The paper has no fixed context length (sinusoidal positions; outputs up to input length + 50): its
+# "context" of 512 tokens is a length chosen here, not a number from the paper.
 # GPT-3 175B: 96 layers, 96 heads of 128, 2048 tokens (Brown et al. 2020, table 2.1), multi-head.
 # Llama 2 70B: 80 layers, 64 query heads of 128 sharing 8 key/value heads, 4096 tokens
 # (Touvron et al. 2023, grouped-query attention as in Ainslie et al. 2023).

@@ -24,6 +24,8 @@ def sliding_window_mask(T: int, window: int, device: torch.device | str | None =
 def keys_per_query(T: int, window: int | None) -> float:
     """Mean number of keys a query attends over positions 0..T-1 (window None: full causal). Chapter 11."""
     check_positive_int("T", T)
+    if window is not None:
+        check_positive_int("window", window)
     mask = causal_mask(T) if window is None else sliding_window_mask(T, window)
     return float(mask.sum()) / T
 
@@ -46,6 +48,9 @@ def windowed_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int,
     """Next-character cross-entropy in bits over consecutive blocks of val_ids, under a sliding window. Chapter 11."""
     check_rank("val_ids", val_ids, 1, "(N,) token ids")
     check_positive_int("block_size", block_size)
+    check_positive_int("max_windows", max_windows)
+    if window is not None:
+        check_positive_int("window", window)
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
     if block_size > model.config.max_len:
