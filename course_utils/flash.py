@@ -41,7 +41,8 @@ def _check_qkv(q: object, k: object, v: object, causal: object) -> tuple[Tensor,
         if x.shape[-1] == 0 or x.shape[-2] == 0:
             raise ValueError(f"{name} must have at least one position and one feature, got shape {tuple(x.shape)}")
     if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"q, k, v must be (..., T_q, d_k), (..., T_k, d_k), (..., T_k, d_v), got "
+        raise ValueError(f"q, k, v must be (..., T_q, d_k), (..., T_k, d_k), (..., T_k, d_v): as many keys as values "
+                         f"and the same d_k for queries and keys, got "
                          f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}")
     if causal and q.shape[-2] != k.shape[-2]:
         raise ValueError(f"causal attention needs T_q == T_k, got T_q={q.shape[-2]} and T_k={k.shape[-2]}")

@@ -31,7 +31,14 @@ from .length import (
     shipped_recipe,
 )
 from .mlm import MLM_FILE
-from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
+from .modern import (
+    ATTENTION_AT_SCALE_FILE,
+    ATTENTION_AT_SCALE_RECIPE,
+    GQA_UPTRAINING_FILE,
+    GQA_UPTRAINING_RECIPE,
+    MODERN_BLOCK_FILE,
+    MODERN_BLOCK_RECIPE,
+)
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .scaling import SCALING_FILE
 from .vit import VIT_FILE
@@ -56,6 +63,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     BENCHMARK_FILE: ch08_benchmark_recipe,
     EXTRA_ROWS_FILE: extra_rows_recipe,
     MODERN_BLOCK_FILE: lambda: MODERN_BLOCK_RECIPE,
+    ATTENTION_AT_SCALE_FILE: lambda: ATTENTION_AT_SCALE_RECIPE,
+    GQA_UPTRAINING_FILE: lambda: GQA_UPTRAINING_RECIPE,
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
     MLM_FILE: lambda: MLM_RECIPE,
