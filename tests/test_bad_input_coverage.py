@@ -45,6 +45,7 @@ EXEMPT: dict[str, str] = {
     "draw_multihead_split": FIGURE,
     "draw_post_pre_ln": FIGURE,
     "draw_kv_cache": FIGURE,
+    "draw_transformer_phone": NO_ARGS,
     "book_style": NO_ARGS,
     "phone_layout": NO_ARGS,
     "live_kernel": NO_ARGS,

@@ -210,6 +210,9 @@ bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), keys="abc"), TypeError,
 bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), annotate="yes"), TypeError, "annotate must be True or False")
 bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin="0"), TypeError, "vmin must be a number or None")
 bad(T, lambda: plots.attention_grid(None), TypeError, "weights must be a tensor or array")
+bad(T, lambda: plots.patch_attention_figure("digits", torch.rand(2, 2, 2)), TypeError, "images must be a tensor or array")
+bad(T, lambda: plots.patch_attention_figure(torch.rand(2, 8, 8), torch.rand(2, 2, 2), phone=1), TypeError,
+    "phone must be True or False")
 bad(T, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles="ab"), TypeError, "col_titles must be a list of str")
 bad(T, lambda: diagrams.draw_transformer(ax="ax"), TypeError, "ax must be a matplotlib Axes")
 bad(T, lambda: interactive.explore("ok", [("n", [1, 2])], "draw"), TypeError, "draw must be a function")
@@ -343,6 +346,8 @@ bad(R, lambda: analysis.attention_entropy(W, torch.zeros(2, 4, dtype=torch.bool)
 bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin=1.0, vmax=0.0), ValueError, "vmin must be smaller than vmax")
 bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), cmap="no-such-map"), ValueError, "cmap must be a matplotlib colormap")
 bad(R, lambda: plots.attention_heatmap(torch.rand(0, 3)), ValueError, "weights must not be empty")
+bad(R, lambda: plots.patch_attention_figure(torch.rand(2, 8, 8), torch.rand(3, 2, 2)), ValueError,
+    "weights must be (n, side, side) with n = 2")
 bad(R, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), cell_size=-1.0), ValueError, "cell_size must be a positive number")
 bad(R, lambda: interactive.explore("Bad Id", [("n", [1])], lambda n: None), ValueError, "uid must be lowercase letters")
 bad(R, lambda: interactive.explore("ok", [("n", [])], lambda n: None), ValueError, "control 'n' must have at least one value")
