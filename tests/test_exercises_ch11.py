@@ -87,8 +87,15 @@ def no_l_rescale(m, l, acc, s, v):  # noqa: E741
 
 
 def normalised(m, l, acc, s, v):  # noqa: E741
-    m_new, l_new, acc_new = online_softmax_update(m, l, acc, s, v)
-    return m_new, l_new, acc_new / l_new[..., None]
+    m_new = torch.maximum(m, s.amax(-1))
+    r = torch.exp(m - m_new)
+    p = torch.exp(s - m_new[..., None])
+    l_new = l * r + p.sum(-1)
+    return m_new, l_new, (acc * r[..., None] + p @ v) / l_new[..., None]
+
+
+def calls_the_book(m, l, acc, s, v):  # noqa: E741
+    return online_softmax_update(m, l, acc, s, v)
 
 
 def tile_max_only(m, l, acc, s, v):  # noqa: E741
@@ -123,7 +130,6 @@ def guard_with_nan_to_num(m, l, acc, s, v):  # noqa: E741
 
 
 def test_online_right_answers():
-    assert check_online_softmax(online_softmax_update).passed
     assert check_online_softmax(online_loop).passed
     assert check_online_softmax(online_logsumexp).passed
     assert check_online_softmax(guard_with_nan_to_num).passed
@@ -136,6 +142,7 @@ def test_online_right_answers():
     (tile_max_only, ["max(m_old"]),
     (in_place, ["in place"]),
     (no_guard, ["all -inf", "NaN", "shift by 0"]),
+    (calls_the_book, ["write the step yourself"]),
 ])
 def test_online_mistakes(wrong, words):
     _fails_with(check_online_softmax(wrong), *words)
