@@ -68,7 +68,7 @@ def build_sized_lm(vocab_size: int, size: dict[str, int], recipe: dict[str, Any]
 def non_embedding_params(model: nn.Module) -> int:
     """Parameters outside the token embedding, position table and output projection (Kaplan's N). Chapter 12."""
     check_module("model", model)
-    skip = ("embedding.", "pe.", "output_projection.")
+    skip = ("embedding.", "positional_scheme.", "output_projection.")  # DecoderOnly's parameter names
     return sum(p.numel() for name, p in model.named_parameters() if not name.startswith(skip))
 
 
