@@ -46,6 +46,7 @@ from course_utils import (  # noqa: E402
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig  # noqa: E402
 from course_utils.runs import ablations as runs_ablations  # noqa: E402
 from course_utils.runs import charlm as runs_charlm  # noqa: E402
+from course_utils.runs import induction as runs_induction  # noqa: E402
 from course_utils.runs import length as runs_length  # noqa: E402
 from course_utils.runs import reversal as runs_reversal  # noqa: E402
 
@@ -701,7 +702,7 @@ bad(U, lambda: data.make_one_sequence_batch(["ab", ""]), ValueError, "every stri
 bad(U, lambda: data.one_sequence_batch(SRC[0], torch.tensor([3])), ValueError, "ids must have 2 dimensions")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, positional="rotary"), ValueError, "positional must be one of", "'rotary'")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, d_model=12, n_heads=4, positional="rope"), ValueError, "RoPE needs an even d_k", "3")
-bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_positions=-1), ValueError, "random_positions must be an int >= 0")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_positions=-1), ValueError, "random_positions must be an int from 0 (off) to max_len=128")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_fraction=0), ValueError, "random_fraction must be a number in (0, 1]")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, fused_layer_norm="yes"), TypeError, "fused_layer_norm must be True or False")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, residual=0), TypeError, "residual must be True or False")
@@ -738,7 +739,7 @@ bad(I_, lambda: ablations.seq2seq_counts(4, True), TypeError, "n_layers must be 
 bad(I_, lambda: ablations.KeySizeAttention(8, 2, 2.0), TypeError, "d_k must be a positive int")
 bad(I_, lambda: ablations.layer_grad_norm(MODEL, 0.0), TypeError, "layer must be")
 bad(I_, lambda: ablations.TrainBatchAccuracy(0.9, 2.5), TypeError, "window must be a positive int")
-bad(I_, lambda: ablations.FirstLayerGradNorm(MODEL, np.float64(3)), TypeError, "steps must be a positive int")
+bad(I_, lambda: ablations.FirstLayerGradNorm(np.float64(3)), TypeError, "steps must be a positive int")
 bad(I_, lambda: analysis.diagonal_reference(LENS, 5.0), TypeError, "T must be a positive int")
 bad(I_, lambda: analysis.dominant_offset(W, REF, 1.5), TypeError, "max_offset must be a non-negative int")
 bad(I_, lambda: baselines.AdditiveAttention(8, 8, np.float32(4)), TypeError, "d_attn must be a positive int")
@@ -750,7 +751,7 @@ bad(I_, lambda: data.random_letter_ids(2.0, 2, 4), TypeError, "n must be a posit
 bad(I_, lambda: induction.repeated_sequences(2, 4.0, 10), TypeError, "half must be a positive int")
 bad(I_, lambda: induction.varied_repeats(2, 16, True), TypeError, "vocab_size must be a positive int")
 bad(I_, lambda: induction.AttentionOnly(10, d_model=8.0), TypeError, "d_model must be a positive int")
-bad(I_, lambda: induction.train_attention_only(steps=1.5), TypeError, "steps must be a positive int")
+bad(I_, lambda: runs_induction.train_attention_only(steps=1.5), TypeError, "steps must be a positive int")
 bad(I_, lambda: induction.reference_attention_only(2.0), TypeError, "n_layers must be a positive int")
 bad(I_, lambda: random_position_eval.greedy_random_positions(MODEL, SRC, 5.0, 20), TypeError, "max_len must be a positive int")
 bad(I_, lambda: random_position_eval.reverse_with_random_positions(MODEL, ["ab"], 20, extra=1.5), TypeError, "extra must be")
