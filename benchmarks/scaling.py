@@ -1,8 +1,8 @@
 """Benchmark: Chapter 12's scaling laws in miniature; prints one line per run and ends with one JSON line.
 
 Usage:
-    python benchmarks/scaling.py --threads 1            # every run (writes course_utils/assets/scaling.json)
-    python benchmarks/scaling.py --quick --no-save      # 60 steps per run: a smoke test
+    python benchmarks/scaling.py --threads 1 --write    # every run (writes course_utils/assets/scaling.json)
+    python benchmarks/scaling.py --quick                # 60 steps per run: a smoke test, printed only
 
 Trains the character LM of Chapter 8 at every size of ``SCALING_RECIPE`` for the same number
 of steps, and its base size for several numbers of steps; fits validation loss against
@@ -31,7 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--quick", action="store_true", help="60 steps per run, for a smoke test")
-    parser.add_argument("--no-save", action="store_true", help="do not write the asset")
+    parser.add_argument("--write", action="store_true", help="write the shipped result (default: print only)")
     parser.add_argument("--out", type=Path, default=asset_path(SCALING_FILE))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -72,7 +72,7 @@ def main() -> None:
         "torch": torch.__version__,
         "recipe": recipe,
     }
-    if not (args.no_save or quick):
+    if args.write and not quick:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 
