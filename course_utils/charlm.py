@@ -138,9 +138,9 @@ def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_
         raise TypeError("model must be a causal language model with config.vocab_size and config.max_len "
                         f"(a DecoderOnly), got {type(model).__name__}")
     check_rank("val_ids", val_ids, 1, "(N,) token ids")
-    check_token_ids("val_ids", val_ids[None], model.config.vocab_size, "(N,) token ids")
+    check_token_ids("val_ids", val_ids[None], config.vocab_size, "(N,) token ids")
     check_positive_int("block_size", block_size)
-    check_fits("block_size", block_size, model.config.max_len, "the model's context max_len")
+    check_fits("block_size", block_size, config.max_len, "the model's context max_len")
     if max_windows is not None:
         check_positive_int("max_windows", max_windows)
     if len(val_ids) < block_size + 1:

@@ -133,7 +133,7 @@ def train_mlm(recipe: dict[str, Any] | None = None, steps: int | None = None,
 
     class StopAfter(Callback):  # ends training after ``stop_after`` steps of the full schedule
         def after_step(self, step: int, model: nn.Module, history: Any) -> bool:
-            return step >= stop_after
+            return stop_after is not None and step >= stop_after
 
     text = load_corpus()
     vocab = CharVocab(text)

@@ -15,7 +15,7 @@ from ..charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, trai
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..training import Callback, TrainHistory
 from ..validate import check_positive_int, check_rank
-from .core import Recipe, Run, asset_path, check_recipe, load, read_checkpoint, run
+from .core import Recipe, Run, asset_path, check_recipe, load_as, read_checkpoint, run
 
 CHARLM_CHECKPOINT = "charlm_shakespeare.pt"
 
@@ -97,4 +97,4 @@ def load_charlm(path: Any = None) -> tuple[DecoderOnly, dict[str, Any]]:
     data = read_checkpoint(path)
     if data["kind"] != "decoder_only":
         raise ValueError(f"path must hold a DecoderOnly character LM, got a {data['kind']!r} checkpoint")
-    return load(path), {**data["results"], "recipe": data["recipe"]}
+    return load_as(path, DecoderOnly), {**data["results"], "recipe": data["recipe"]}

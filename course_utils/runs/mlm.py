@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..mlm import EncoderOnlyLM
-from .core import asset_path, load, read_checkpoint, save
+from .core import asset_path, load_as, read_checkpoint, save
 
 MLM_FILE = "mlm_shakespeare.pt"
 
@@ -39,5 +39,5 @@ def load_mlm(path: Path | str | None = None) -> tuple[EncoderOnlyLM, dict[str, A
     data = read_checkpoint(path)
     if data["kind"] != "mlm":
         raise ValueError(f"path must hold a masked-language model, got a {data['kind']!r} checkpoint")
-    return load(path), {**data["results"], "recipe": data["recipe"]}
+    return load_as(path, EncoderOnlyLM), {**data["results"], "recipe": data["recipe"]}
 

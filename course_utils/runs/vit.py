@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..vit import VIT_RECIPE, VisionTransformer
-from .core import asset_path, load, read_checkpoint, save
+from .core import asset_path, load_as, read_checkpoint, save
 
 VIT_FILE = "vit_digits.pt"
 
@@ -34,4 +34,4 @@ def load_vit(path: Path | str | None = None) -> tuple[VisionTransformer, dict[st
     data = read_checkpoint(path)
     if data["kind"] != "vit":
         raise ValueError(f"path must hold a Vision Transformer, got a {data['kind']!r} checkpoint")
-    return load(path), {"recipe": data["recipe"], "result": data["results"]}
+    return load_as(path, VisionTransformer), {"recipe": data["recipe"], "result": data["results"]}
