@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import importlib
 import io
 import re
 from collections import Counter
@@ -16,9 +17,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from checker_mistakes_table import ROWS  # tests/ is on sys.path (pytest and python tests/...)
+from checker_mistakes_table import ROWS as TABLE_ROWS  # tests/ is on sys.path (pytest and python tests/...)
 
 EXERCISES = Path(__file__).resolve().parents[1] / "course_utils" / "exercises"
+# A chapter's own table may live in tests/checker_mistakes_chNN.py (a list ROWS of the same rows, built
+# with right()/wrong() from checker_mistakes_table): every such file is read, so chapters being written
+# in parallel do not all edit one file.
+ROWS = list(TABLE_ROWS) + [
+    row
+    for path in sorted(Path(__file__).resolve().parent.glob("checker_mistakes_ch*.py"))
+    for row in importlib.import_module(path.stem).ROWS
+]
 
 # Checkers the table leaves out, each with its reason. Every other @checker must have rows.
 EXEMPT = {
@@ -170,13 +179,38 @@ def counts() -> dict[str, int]:
     return dict(out)
 
 
+def chapter_of(exercise: str) -> int:
+    return int(exercise.split(".")[0])
+
+
+def counts_by_chapter() -> dict[int, dict[str, int]]:
+    """:func:`counts` per chapter."""
+    out: dict[int, Counter] = {}
+    for row in ROWS:
+        result = run(row)
+        c = out.setdefault(chapter_of(row[0]), Counter())
+        if row[3] is None:
+            c["right tried"] += 1
+            c["right accepted"] += bool(result.passed)
+        else:
+            c["wrong tried"] += 1
+            if not result.passed:
+                c["wrong caught"] += 1
+                c["specific hint"] += is_specific(result.message)
+    return {k: dict(v) for k, v in sorted(out.items())}
+
+
 def test_share_of_caught_mistakes_with_a_specific_hint() -> None:
+    """At least 90 % of the caught wrong answers get a specific hint, overall and in every chapter."""
     c = counts()
     share = c["specific hint"] / c["wrong caught"]
     print(f"\nchecker suite: {c}; share with a specific hint {share:.1%}")
     assert c["wrong caught"] == c["wrong tried"]
     assert c["right accepted"] == c["right tried"]
     assert share >= 0.9
+    low = {ch: f"{v['specific hint']}/{v['wrong caught']}" for ch, v in counts_by_chapter().items()
+           if v.get("wrong caught") and v.get("specific hint", 0) / v["wrong caught"] < 0.9}
+    assert not low, f"chapters under 90 % specific hints: {low}"
 
 
 if __name__ == "__main__":
@@ -187,3 +221,8 @@ if __name__ == "__main__":
     print(f"wrong answers caught: {c['wrong caught']} / {c['wrong tried']}")
     print(f"caught with a specific hint: {c['specific hint']} / {c['wrong caught']} "
           f"({c['specific hint'] / c['wrong caught']:.1%})")
+    for chapter, v in counts_by_chapter().items():
+        caught = v.get("wrong caught", 0)
+        print(f"  chapter {chapter}: right {v.get('right accepted', 0)}/{v.get('right tried', 0)}, "
+              f"wrong caught {caught}/{v.get('wrong tried', 0)}, specific {v.get('specific hint', 0)}/{caught}"
+              + (f" ({v.get('specific hint', 0) / caught:.0%})" if caught else ""))
