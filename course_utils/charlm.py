@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import math
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -133,7 +134,7 @@ def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_
     ``model`` is a causal language model (tokens (B, T) -> logits (B, T, V)) with a ``config`` that
     names its ``vocab_size`` and ``max_len``: a ``DecoderOnly`` or Chapter 11's ``ModernLM``.
     """
-    config = getattr(model, "config", None)
+    config: Any = getattr(model, "config", None)
     if not isinstance(model, nn.Module) or not all(hasattr(config, k) for k in ("vocab_size", "max_len")):
         raise TypeError("model must be a causal language model with config.vocab_size and config.max_len "
                         f"(a DecoderOnly), got {type(model).__name__}")

@@ -70,8 +70,8 @@ def decode(ids: Sequence[int] | Tensor) -> str:
             raise ValueError(f"ids[{pos}] must be an int token id in [0, {VOCAB_SIZE}), got {i!r}")
         if i == EOS_ID:
             break
-        if i >= FIRST_LETTER_ID:
-            out.append(ITOS[i])
+        if int(i) >= FIRST_LETTER_ID:
+            out.append(ITOS[int(i)])
     return "".join(out)
 
 
