@@ -68,6 +68,12 @@ EXEMPT: dict[str, str] = {
     "is_chapter": "a yes/no question about a path; every path gets an answer",
     "Run": "a NamedTuple returned by run() (model, history, recipe)",
     "NoFeedForward": "returns zeros for any input by design (the ablation of the feed-forward sub-layer)",
+    "PositionalConfig": "a typing Protocol naming the config fields PositionalScheme reads; never called",
+    "measurements": "a record of a finished run: the history and the two callbacks it was given",
+    "assets_readme": NO_ARGS,
+    **{name: "trains a shipped model from its recipe and writes it: smoke-tested through "
+             "scripts/train_checkpoint.py (tests/test_runs_reversal.py, tests/test_mlm.py)"
+       for name in ("make_charlm", "make_length", "make_mlm")},
 }
 
 

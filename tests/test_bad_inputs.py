@@ -9,6 +9,7 @@ as a script (``.venv/bin/python tests/test_bad_inputs.py``) to print the counts 
 from __future__ import annotations
 
 import tempfile
+import types
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from course_utils import (  # noqa: E402
     norm,
     plots,
     positional,
+    positions,
     quiz,
     runs,
     sampling,
@@ -693,6 +695,14 @@ bad(U, lambda: runs_length.scheme_recipe("rope", steps=-1), ValueError, "steps m
 bad(U, lambda: runs_length.checkpoint_path("nope-causal"), ValueError, "name must be one of")
 bad(U, lambda: runs_length.position_gap(MODEL), ValueError, "model must be a Transformer built with random_positions > 0")
 bad(U, lambda: runs_ablations.run_row({"d_model": 8}, {"steps": 0}), ValueError, "steps must be a positive int")
+bad(U, lambda: runs_induction.induction_recipe(colour="red"), ValueError, "colour must be a field", "unknown name")
+bad(U, lambda: ablations.measuring_callbacks(0), ValueError, "steps must be a positive int")
+bad(U, lambda: runs.load_as(runs.asset_path("reversal_decoder_only.pt"), model.Transformer), ValueError,
+    "path must hold a Transformer", "DecoderOnly")
+bad(M_, lambda: positions.check_position_fields(types.SimpleNamespace(
+    positional="rope", d_model=6, n_heads=2, max_len=8, random_positions=0, random_fraction=1.0)), ValueError,
+    "RoPE needs an even d_k")
+bad(Z_, lambda: positions.training_position_map(2, 9, 8, 1.0), ValueError, "9 positions do not fit random_positions=8")
 bad(U, lambda: evaluation.every_string_score(lambda s: s, 5), ValueError, "length must be at most 4")
 bad(U, lambda: evaluation.every_string_score(lambda s: s, 0), ValueError, "length must be a positive int")
 bad(U, lambda: decoding.reverse_strings_decoder_only(MODEL, ["abc"]), TypeError, "model must be a course_utils.gpt.DecoderOnly",
