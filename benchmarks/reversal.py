@@ -19,6 +19,7 @@ Timings depend on the machine and on whatever else runs on it.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from pathlib import Path
@@ -38,6 +39,23 @@ from course_utils.runs.reversal import (
 
 LENGTHS = range(3, 16)
 TARGET = 0.995  # exact match over the training lengths for steps_to_99_5
+
+
+def with_settings(recipe: dict, settings: list[str], seed: int | None) -> dict:
+    """A copy of ``recipe`` with each ``KEY=VALUE`` setting (VALUE read as JSON) and the seed replaced."""
+    recipe = copy.deepcopy(recipe)
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        *path, last = key.split(".")
+        node = recipe
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not sep or not isinstance(node, dict) or last not in node:
+            raise ValueError(f"--set must name a field of the recipe as section.field=value, got {setting!r}")
+        node[last] = json.loads(value)
+    if seed is not None:
+        recipe["seed"] = seed
+    return recipe
 
 
 def run(recipe: dict, n_per_length: int, eval_every: int = 0) -> dict:
@@ -73,13 +91,25 @@ def main() -> None:
                         help="write the shipped result course_utils/assets/ch08_reversal_benchmark.json (--arch both)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: PyTorch's choice)")
+    parser.add_argument("--seed", type=int, default=None, help="replace the recipes' seed (robustness runs)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change one field of the decoder-only recipe, e.g. train.lr=0.004 (trials)")
     args = parser.parse_args()
     if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    try:
+        decoder_only = with_settings(DECODER_ONLY_RECIPE, args.set, args.seed)
+    except ValueError as error:
+        parser.error(str(error))
+    fast_recipe = FAST_RECIPE if args.seed is None else {**FAST_RECIPE, "seed": args.seed}
     if args.arch != "encoder-decoder" or args.eval_every:
         out = {}
         for arch in (["encoder-decoder", "decoder-only"] if args.arch == "both" else [args.arch]):
-            recipe = DECODER_ONLY_RECIPE if arch == "decoder-only" else FAST_RECIPE
+            recipe = decoder_only if arch == "decoder-only" else fast_recipe
             out[arch] = run(recipe, args.n_per_length, args.eval_every)
             out[arch]["torch_threads"] = torch.get_num_threads()
         result = out if args.arch == "both" else out[args.arch]
@@ -96,7 +126,7 @@ def main() -> None:
         for path in [asset_path(BENCHMARK_FILE)] * args.write + [args.out] * (args.out is not None):
             path.write_text(text + "\n")
         return
-    fast = run(FAST_RECIPE, args.n_per_length)
+    fast = run(fast_recipe, args.n_per_length)
     fast.pop("recipe")
     fast["torch_threads"] = torch.get_num_threads()
     print(json.dumps({"fast": fast}), file=sys.stderr, flush=True)  # progress: the reference takes minutes

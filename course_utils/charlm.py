@@ -131,6 +131,9 @@ def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_si
 def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
     """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8.
 
+    Without ``max_windows`` every character of val_ids but the first is predicted exactly once
+    (the last window is shorter); with it, only the first ``max_windows`` full windows count.
+
     ``model`` is a causal language model (tokens (B, T) -> logits (B, T, V)) with a ``config`` that
     names its ``vocab_size`` and ``max_len``: a ``DecoderOnly`` or Chapter 11's ``ModernLM``.
     """
@@ -152,12 +155,17 @@ def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_
     if max_windows is not None:
         n_windows = min(n_windows, max_windows)
     idx = torch.arange(n_windows)[:, None] * block_size + torch.arange(block_size)  # (W, T)
-    total = 0.0
-    for chunk in idx.split(64):
+    chunks = list(idx.split(64))
+    tail = len(val_ids) - 1 - n_windows * block_size  # predictions left after the last full window
+    if max_windows is None and tail > 0:  # the whole split: a last, shorter window, so every character counts once
+        chunks.append(n_windows * block_size + torch.arange(tail)[None])  # (1, tail)
+    total, count = 0.0, 0
+    for chunk in chunks:
         logits = model(val_ids[chunk])  # (w, T, V)
         total += float(torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), val_ids[chunk + 1].reshape(-1), reduction="sum"))
-    return total / idx.numel() / math.log(2)
+        count += chunk.numel()
+    return total / count / math.log(2)
 
 
 # ---------------------------------------------------------------- what the heads do

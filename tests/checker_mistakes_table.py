@@ -1026,6 +1026,7 @@ wrong("8.1", c8.check_target_only_targets, "first target letter", t8.targets_mas
 wrong("8.1", c8.check_target_only_targets, "separator itself", t8.targets_keep_sep)
 wrong("8.1", c8.check_target_only_targets, "one column fewer", t8.targets_unshifted)
 wrong("8.1", c8.check_target_only_targets, "other way round", t8.targets_inverted)
+wrong("8.1", c8.check_target_only_targets, "separator position of the first row", t8.targets_first_row_sep)
 wrong("8.1", c8.check_target_only_targets, INPLACE, targets_inplace)
 
 
@@ -1054,6 +1055,7 @@ wrong("8.3", c8.check_filter_logits, "-inf", t8.filter_zero_fill)
 wrong("8.3", c8.check_filter_logits, "crosses p", t8.filter_strict_p)
 wrong("8.3", c8.check_filter_logits, "k smallest", t8.filter_smallest_k)
 wrong("8.3", c8.check_filter_logits, "sort first", t8.filter_unsorted)
+wrong("8.3", c8.check_filter_logits, "map it back", t8.filter_mask_not_mapped_back)
 wrong("8.3", c8.check_filter_logits, "top", lambda logits, top_k, top_p: t8.filter_ok(logits, None, top_p))
 wrong("8.3", c8.check_filter_logits, INPLACE, filter_inplace)
 
@@ -1079,6 +1081,9 @@ wrong("8.4", c8.check_trigram_bits, "not p(a, b, c)", t8.trigram_joint)
 wrong("8.4", c8.check_trigram_bits, "Add one", t8.trigram_unsmoothed)
 wrong("8.4", c8.check_trigram_bits, "training ids only", t8.trigram_on_val)
 wrong("8.4", c8.check_trigram_bits, "bigram baseline", t8.bigram_instead)
+wrong("8.4", c8.check_trigram_bits, "add V (not 1)", t8.trigram_plus_one)
+wrong("8.4", c8.check_trigram_bits, "middle character", t8.trigram_middle)
+right("8.4", c8.check_trigram_bits, t8.trigram_textbook)
 wrong("8.4", c8.check_trigram_bits, INPLACE, trigram_inplace)
 
 

@@ -50,6 +50,7 @@ EXEMPT: dict[str, str] = {
     "live_kernel": NO_ARGS,
     # shipped results and recipes: functions of no argument that read or build a fixed thing
     "charlm_data": NO_ARGS,
+    "charlm_split": NO_ARGS,
     "ablations_recipe": "one bool (quick); a fixed recipe",
     "load_ablations": NO_ARGS,
     "load_scaling": NO_ARGS,

@@ -62,6 +62,12 @@ def targets_inverted(seq, sep_id, pad_id):
     return shifted.masked_fill(torch.arange(shifted.shape[1]) >= sep, pad_id)
 
 
+def targets_first_row_sep(seq, sep_id, pad_id):
+    shifted = seq[:, 1:]
+    sep = (seq[:1] == sep_id).long().argmax(dim=1, keepdim=True)  # row 0's SEP for every row
+    return shifted.masked_fill(torch.arange(shifted.shape[1]) < sep, pad_id)
+
+
 def test_targets_checker_passes_reference():
     assert check_target_only_targets(targets_ok).passed
 
@@ -69,7 +75,7 @@ def test_targets_checker_passes_reference():
 @pytest.mark.parametrize(("fn", "hint"), [
     (targets_all, "still covers the source"), (targets_mask_first_letter, "first target letter"),
     (targets_keep_sep, "separator itself"), (targets_unshifted, "one column fewer"),
-    (targets_inverted, "other way round"),
+    (targets_inverted, "other way round"), (targets_first_row_sep, "separator position of the first row"),
 ])
 def test_targets_checker_names_mistake(fn, hint):
     result = check_target_only_targets(fn)
@@ -173,6 +179,34 @@ class Assembled(nn.Module):
         return self.output_projection(self.final_norm(x))
 
 
+class AssembledMistakes(Assembled):
+    """Wrong wiring: the transposed mask, the scale after the positions, or the block's tuple not unpacked."""
+
+    def __init__(self, c, mistake):
+        super().__init__(c)
+        self.mistake = mistake
+
+    def forward(self, tokens):
+        T, d = tokens.shape[1], self.embedding.embedding_dim
+        if self.mistake == "scale_after":
+            x = self.pe(self.embedding(tokens)) * math.sqrt(d)
+        else:
+            x = self.pe(self.embedding(tokens) * math.sqrt(d))
+        keep = causal_mask(T).transpose(-1, -2) if self.mistake == "transposed" else causal_mask(T)
+        for block in self.layers:
+            x = block(x, keep) if self.mistake == "tuple" else block(x, keep)[0]
+        return self.output_projection(self.final_norm(x))
+
+
+class AssembledNoBias(Assembled):
+    """A GPT-2 style head without a bias: a reading the text now rules out with a named hint."""
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.output_projection = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.output_projection.weight = self.embedding.weight
+
+
 class AssembledLoop(Assembled):
     """A second correct style: the mask built by hand, the blocks called one by one."""
 
@@ -196,6 +230,17 @@ def test_assembly_checker_accepts_alternatives(cls):
 ])
 def test_assembly_checker_names_mistake(kw, hint):
     result = check_decoder_only(lambda c: Assembled(c, **kw))
+    assert not result.passed and hint in result.message, result.message
+
+
+@pytest.mark.parametrize(("make", "hint"), [
+    (lambda c: AssembledMistakes(c, "transposed"), "sees the future"),
+    (lambda c: AssembledMistakes(c, "scale_after"), "multiplies the positions too"),
+    (lambda c: AssembledMistakes(c, "tuple"), "EncoderBlock returns (x, weights)"),
+    (AssembledNoBias, "has no bias"),
+])
+def test_assembly_checker_names_wiring_mistakes(make, hint):
+    result = check_decoder_only(make)
     assert not result.passed and hint in result.message, result.message
 
 
@@ -250,13 +295,22 @@ def filter_unsorted(logits, top_k, top_p):
     return logits
 
 
+def filter_mask_not_mapped_back(logits, top_k, top_p):
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        probs = torch.softmax(logits, -1).sort(-1, descending=True).values
+        logits = logits.masked_fill(probs.cumsum(-1) - probs >= top_p, float("-inf"))  # sorted-order mask
+    return logits
+
+
 def test_filter_checker_passes_reference():
     assert check_filter_logits(filter_ok).passed
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
     (filter_zero_fill, "-inf"), (filter_strict_p, "crosses p"), (filter_smallest_k, "k smallest"),
-    (filter_unsorted, "sort first"),
+    (filter_unsorted, "sort first"), (filter_mask_not_mapped_back, "map it back"),
 ])
 def test_filter_checker_names_mistake(fn, hint):
     result = check_filter_logits(fn)
@@ -304,13 +358,36 @@ def bigram_instead(train, val, V):
     return float(-torch.log2((counts / counts.sum(1, keepdim=True))[val[:-1], val[1:]]).mean())
 
 
+def trigram_textbook(train, val, V):
+    """The textbook add-one reading: the context count is the pair's count over the training text."""
+    counts = _triples(train, V, alpha=0.0)
+    pairs = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V)
+    p = (counts[val[:-2], val[1:-1], val[2:]] + 1) / (pairs[val[:-2], val[1:-1]] + V)
+    return float(-torch.log2(p).mean())
+
+
+def trigram_plus_one(train, val, V):
+    counts = _triples(train, V, alpha=0.0)
+    p = (counts[val[:-2], val[1:-1], val[2:]] + 1) / (counts.sum(-1)[val[:-2], val[1:-1]] + 1)
+    return float(-torch.log2(p).mean())
+
+
+def trigram_middle(train, val, V):
+    idx = (train[:-2] * V + train[2:]) * V + train[1:-1]  # (a, c) -> b
+    counts = torch.bincount(idx, minlength=V**3).double().view(V, V, V) + 1
+    probs = counts / counts.sum(-1, keepdim=True)
+    return float(-torch.log2(probs[val[:-2], val[2:], val[1:-1]]).mean())
+
+
 def test_trigram_checker_passes_reference():
     assert check_trigram_bits(trigram_ok).passed
+    assert check_trigram_bits(trigram_textbook).passed
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
     (trigram_nats, "nats"), (trigram_joint, "not p(a, b, c)"), (trigram_unsmoothed, "Add one"),
     (trigram_on_val, "training ids only"), (bigram_instead, "bigram baseline"),
+    (trigram_plus_one, "add V (not 1)"), (trigram_middle, "middle character"),
 ])
 def test_trigram_checker_names_mistake(fn, hint):
     result = check_trigram_bits(fn)
@@ -357,6 +434,17 @@ def gain_by_copy_losses(model, tokens):
     return 1 - second / first
 
 
+def gain_by_positions(model, tokens, shift_first, extra_first, shift_second):
+    """Mistaken index ranges: first copy loss[shift_first : half - 1 + shift_first + extra_first],
+    second copy loss[half + shift_second:]."""
+    from course_utils.induction import per_position_loss
+
+    half = tokens.shape[1] // 2
+    loss = per_position_loss(model, tokens)
+    first = loss[shift_first: half - 1 + shift_first + extra_first].mean()
+    return float(1 - loss[half + shift_second:].mean() / first)
+
+
 def test_stand_ins_give_the_gains_they_stand_for(one_layer, two_layer):
     from course_utils.exercises.ch08_decoder_only import ONE_LAYER_GAIN, TWO_LAYER_GAIN, reference_copy_gain
     from course_utils.induction import repeated_sequences
@@ -388,7 +476,10 @@ def test_induction_experiment_says_when_one_layer_is_enough(two_layer):
     (lambda m, t: 1 - gain_by_copy_losses(m, t), "second / first"),
     (lambda m, t: __import__("course_utils.induction").induction.copy_losses(m, t)[0]
      - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "difference of the losses"),
-    (lambda m, t: 0.5, "expected"),
+    (lambda m, t: 0.5, "same number for two different models"),
+    (lambda m, t: gain_by_copy_losses(m, t) + 0.2, "expected"),
+    (lambda m, t: gain_by_positions(m, t, 1, 0, 1), "indexed the losses by token"),
+    (lambda m, t: gain_by_positions(m, t, 0, 0, -1), "second copy's first token was counted"),
 ])
 def test_induction_experiment_names_mistakes(fn, hint, one_layer, two_layer):
     from course_utils.exercises.ch08_decoder_only import check_induction_layers

@@ -51,6 +51,10 @@ def check_target_only_targets(fn: Callable[[Tensor, int, int], Tensor]) -> None:
             "You masked the target part and kept the source: it is the other way round.":
                 shifted.masked_fill(pos >= sep, PAD_ID),
         }
+        if len(strings) > 1 and not bool((sep == sep[0]).all()):
+            mistakes["Every row used the separator position of the first row: find SEP in each row (it moves "
+                     "with the length of the source), e.g. (seq == sep_id).long().argmax(dim=1, keepdim=True)."] = (
+                shifted.masked_fill(pos < sep[:1], PAD_ID))
         expect_close(got.long(), want, "target_only_targets(seq)", mistakes=mistakes, atol=0, rtol=0)
 
 
@@ -196,6 +200,12 @@ def _top_p_strict(logits: Tensor, p: float) -> Tensor:
     return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
+def _top_p_not_unsorted(logits: Tensor, p: float) -> Tensor:
+    """Mistake: the drop mask is computed in sorted order and applied to the logits in vocabulary order."""
+    probs = torch.softmax(logits, -1).sort(-1, descending=True).values
+    return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
+
+
 def _top_p_unsorted(logits: Tensor, p: float) -> Tensor:
     """Mistake: cumulative sum in vocabulary order, not in order of probability."""
     probs = torch.softmax(logits, -1)
@@ -228,6 +238,9 @@ def check_filter_logits(fn: Callable[[Tensor, int | None, float | None], Tensor]
                      "(a token stays if the mass before it is still below p)."] = _top_p_strict(base, top_p)
             mistakes["top-p must add up probabilities from the most likely token down: sort first."] = (
                 _top_p_unsorted(base, top_p))
+            mistakes["The drop mask is in sorted order but was applied to the logits in vocabulary order: map it "
+                     "back with the sort's indices (mask.scatter(-1, order, mask), or gather with "
+                     "order.argsort())."] = _top_p_not_unsorted(base, top_p)
             if top_k is not None:
                 mistakes["Apply top-k first, then top-p on what is left (the nucleus is computed after top-k)."] = (
                     top_k_filter(top_p_filter(logits, top_p), top_k))
@@ -243,6 +256,26 @@ def trigram_bits(train: Tensor, val: Tensor, V: int, alpha: float = 1.0, nats: b
     probs = counts / (counts.sum() if joint else counts.sum(dim=1, keepdim=True))
     p = probs[val[:-2] * V + val[1:-1], val[2:]]
     return float(-(p.log() if nats else p.log2()).mean())
+
+
+def _trigram_variant(train: Tensor, val: Tensor, V: int, kind: str) -> float:
+    """Bits/char of a typical variant of the add-one trigram (Exercise 8.4's hints and accepted readings)."""
+    pair = lambda ids: ids[:-1] * V + ids[1:]  # noqa: E731 (one id per (a, b))
+    triple = (train[:-2] * V + train[1:-1]) * V + train[2:]
+    counts = torch.bincount(triple, minlength=V**3).double().view(V * V, V)  # (V*V, V): row = (a, b)
+    a_b, c = pair(val)[:-1], val[2:]
+    if kind == "context_from_pairs":  # textbook add-one: the context count is the pair count over the text
+        context = torch.bincount(pair(train), minlength=V * V).double()  # (V*V,)
+        p = (counts[a_b, c] + 1) / (context[a_b] + V)
+    elif kind == "plus_one_denominator":  # (count + 1) / (context + 1): probabilities do not sum to 1
+        p = (counts[a_b, c] + 1) / (counts.sum(dim=1)[a_b] + 1)
+    elif kind == "middle":  # predicts the middle character b from a and c
+        outer = torch.bincount((train[:-2] * V + train[2:]) * V + train[1:-1], minlength=V**3).double().view(V * V, V)
+        outer = outer + 1
+        p = (outer / outer.sum(dim=1, keepdim=True))[val[:-2] * V + val[2:], val[1:-1]]
+    else:
+        raise ValueError(f"kind must be a known variant, got {kind!r}")
+    return float(-p.log2().mean())
 
 
 @checker("8.4", "the trigram baseline in bits per character")
@@ -266,6 +299,10 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
         want = trigram_bits(train, val, V)
         if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
             continue
+        # the textbook reading (context count = the pair's count over the training text, one more than the sum
+        # over c where the pair ends the text) is a correct add-one model too
+        if math.isclose(got, _trigram_variant(train, val, V, "context_from_pairs"), rel_tol=1e-6, abs_tol=1e-9):
+            continue
         wrong = {
             "That is in nats: use log base 2 for bits (divide by ln 2).": trigram_bits(train, val, V, nats=True),
             "Add one to every count (add-one smoothing): a triple never seen in training would get probability 0.":
@@ -276,6 +313,10 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
                 trigram_bits(val, val, V),
             "That is the bigram baseline: condition on the two previous characters.":
                 ngram_bits_per_char(train, val, 2, V, alpha=1.0),
+            "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
+            "add V (not 1) to the context's count.": _trigram_variant(train, val, V, "plus_one_denominator"),
+            "You predict the middle character from its two neighbours: the context is the two characters BEFORE "
+            "the predicted one, p(ids[t] | ids[t-2], ids[t-1]).": _trigram_variant(train, val, V, "middle"),
         }
         for hint, value in wrong.items():
             if math.isfinite(value) and math.isclose(got, value, rel_tol=1e-6, abs_tol=1e-9):
@@ -291,11 +332,16 @@ _PARTS = ("embedding", "layers", "final_norm", "output_projection")
 
 @torch.no_grad()
 def assembled_logits(ref: DecoderOnly, tokens: Tensor, scale: bool = True, final_norm: bool = True,
-                     mask: bool = True, post_ln: bool = False) -> Tensor:
+                     mask: bool = True, post_ln: bool = False, transposed_mask: bool = False,
+                     scale_after_positions: bool = False) -> Tensor:
     """Logits of ``ref``'s weights wired as in Exercise 8.5, or with one typical mistake. Chapter 8."""
     d = ref.config.d_model
     x = ref.pe(ref.embedding(tokens) * (math.sqrt(d) if scale else 1.0))  # (B, T, d_model)
+    if scale_after_positions:
+        x = ref.pe(ref.embedding(tokens)) * math.sqrt(d)
     keep = causal_mask(tokens.shape[1]) if mask else None  # (1, 1, T, T)
+    if transposed_mask:
+        keep = causal_mask(tokens.shape[1]).transpose(-1, -2)  # keys at or AFTER the query: the future
     for block in ref.layers:
         if post_ln:
             x = block.norm1(x + block.self_attn(x, x, x, mask=keep)[0])
@@ -332,6 +378,9 @@ def check_decoder_only(cls: Callable[[DecoderOnlyConfig], nn.Module]) -> str:
             raise CheckFailed("The head is not tied: set self.output_projection.weight = self.embedding.weight, "
                               "one (V, d_model) matrix used twice (Press and Wolf).")
         result = model.load_state_dict(ref.state_dict(), strict=False)
+        if result.unexpected_keys == ["output_projection.bias"] and not result.missing_keys:
+            raise CheckFailed("Your output projection has no bias; the course's has one: nn.Linear(d_model, "
+                              "vocab_size) with its default bias=True, the weight tied to the embedding.")
         if result.missing_keys or result.unexpected_keys:
             names = (result.missing_keys + result.unexpected_keys)[:4]
             raise CheckFailed(f"your parameters do not line up with the reference's (for example {names}): build "
@@ -339,7 +388,13 @@ def check_decoder_only(cls: Callable[[DecoderOnlyConfig], nn.Module]) -> str:
                               "norm with LayerNorm(d_model).")
         tokens = torch.randint(0, V, (3, 9), generator=torch.Generator().manual_seed(seed))
         want = ref(tokens)
-        got = call_student(model, tokens.clone(), what="your DecoderOnly's forward")
+        try:
+            got = call_student(model, tokens.clone(), what="your DecoderOnly's forward")
+        except CheckFailed as failure:
+            if "got tuple" in str(failure):
+                raise CheckFailed("A block received a tuple: EncoderBlock returns (x, weights), so unpack it, "
+                                  "x, _ = block(x, mask), before the next block.") from None
+            raise
         if isinstance(got, tuple):
             got = got[0]
         got = expect_tensor(got, "model(tokens)", want.shape)
@@ -352,6 +407,10 @@ def check_decoder_only(cls: Callable[[DecoderOnlyConfig], nn.Module]) -> str:
             "projection.": assembled_logits(ref, tokens, final_norm=False),
             "The blocks run post-LN: build them with norm_first=True (GPT-2's pre-LN).":
                 assembled_logits(ref, tokens, post_ln=True),
+            "Your model sees the future: the mask is transposed (True above the diagonal). causal_mask(T) keeps "
+            "key s for query t only when s <= t.": assembled_logits(ref, tokens, transposed_mask=True),
+            "The scale sqrt(d_model) multiplies the positions too: scale the token embedding first, then add the "
+            "positional encoding.": assembled_logits(ref, tokens, scale_after_positions=True),
         }
         expect_close(got, want, "model(tokens)", mistakes=mistakes, atol=1e-4, rtol=1e-4)
     return "Your model computes the same logits as course_utils.gpt.DecoderOnly, with the same parameters."
@@ -406,15 +465,29 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     for n_layers in (1, 2):
         given = two_layer_model if n_layers == 2 else one_layer_model
         models[n_layers] = given if given is not None else reference_attention_only(n_layers)[0]
+    gots = {n: as_number(call_student(fn, model, tokens.clone(), what="your copy_gain"), "copy_gain(model, tokens)")
+            for n, model in models.items()}
+    wants = {n: reference_copy_gain(model, tokens) for n, model in models.items()}
+    if abs(gots[1] - gots[2]) <= 1e-9 and abs(wants[1] - wants[2]) > 1e-3:
+        raise CheckFailed("Your copy_gain returned the same number for two different models: it must measure "
+                          "the model and tokens it is given, not return a fixed value.")
     gains = {}
     for n_layers, model in models.items():
-        got = as_number(call_student(fn, model, tokens.clone(), what="your copy_gain"), "copy_gain(model, tokens)")
-        want = reference_copy_gain(model, tokens)
+        got, want = gots[n_layers], wants[n_layers]
         if abs(got - want) > 1e-4:
-            from ..induction import copy_losses
+            from ..induction import copy_losses, per_position_loss
 
             first, second = copy_losses(model, tokens)
+            half = tokens.shape[1] // 2
+            loss = per_position_loss(model, tokens)  # (2 half - 1,): loss[p] predicts token p + 1
             wrong = {
+                "You indexed the losses by token, not by the position that predicts it: loss[p] is the prediction "
+                "of token p + 1, so the first copy's tokens 1..half-1 are loss[:half - 1] and the second copy's "
+                "loss[half:].": 1 - float(loss[half + 1:].mean()) / float(loss[1:half].mean()),
+                "The second copy's first token was counted: it follows nothing repeated yet, so skip it "
+                "(loss[half:], not loss[half - 1:]).": 1 - float(loss[half - 1:].mean()) / first,
+                "The first copy's first prediction is of its second token already: use loss[:half - 1] "
+                "(you kept one prediction of the second copy).": 1 - second / float(loss[:half].mean()),
                 "That is second / first; the gain is 1 - second / first (0: no help from the repeat, 1: perfect).":
                     second / first,
                 "That is the difference of the losses in nats; divide by the first copy's loss.": first - second,
