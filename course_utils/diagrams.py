@@ -133,11 +133,14 @@ def draw_transformer(ax: Axes | None = None) -> Figure:
     multi-head cross-attention over the encoder output, feed forward, each followed by add & norm;
     then linear + softmax. Pass ``ax`` to draw into an existing Axes.
     """
+    own = ax is None
     if ax is None:
         _, ax = plt.subplots(figsize=(7.6, 8.6))
     elif not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     fig = ax.figure
+    if own:
+        fig.cu_phone = draw_transformer_phone  # the book's phone version (course_utils.plots.retina_png)
     ax.set_xlim(-1.0, 11.1)
     ax.set_ylim(-0.3, 13.2)
     ax.axis("off")
@@ -199,6 +202,41 @@ def draw_transformer(ax: Axes | None = None) -> Figure:
             r"$d_{ff}=2048,\ d_k=d_v=d_{model}/h=64$",
             ha="center", va="center", fontsize=8.5,
             bbox={"boxstyle": "round,pad=0.4", "facecolor": "white", "edgecolor": "#999999"})
+    return fig
+
+
+#: The two halves of :func:`draw_transformer`'s drawing (x range in data units) on a phone.
+PHONE_HALVES = (("encoder", (-1.7, 5.05)), ("decoder", (4.75, 11.5)))
+PHONE_MIN_PT = 8.5  # the smallest text of the phone version, in points
+
+
+def draw_transformer_phone() -> Figure:
+    """:func:`draw_transformer` for a phone's column: the encoder above the decoder, same scale.
+
+    The whole drawing shown 342 CSS px wide would make its smallest text about 5.5 px; each half
+    alone keeps the drawing's scale and, with its smallest text at 8.5 pt, stays above 9 px shown.
+    Landing page.
+    """
+    scale = 7.6 / 12.1  # inches per data unit of the wide drawing
+    widths = [hi - lo for _, (lo, hi) in PHONE_HALVES]
+    # the encoder half ends above its output line, with the base model's sizes just above it
+    enc_top = 2.75 + 2 * SUBLAYER_H + 0.25 + 0.45
+    ranges = [(-0.3, enc_top + 2.2), (-0.3, 13.2)]
+    heights = [hi - lo for lo, hi in ranges]
+    fig, axes = plt.subplots(2, 1, figsize=(max(widths) * scale, sum(heights) * 8.6 / 13.5),
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (_, (lo, hi)), (bottom, top) in zip(axes, PHONE_HALVES, ranges, strict=True):
+        draw_transformer(ax=ax)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(bottom, top)
+        for text in ax.texts:
+            if text.get_text().startswith("Base model"):
+                text.set_y(enc_top + 1.35)
+        for artist in ax.get_children():
+            artist.set_clip_on(True)
+        for text in ax.texts:
+            text.set_fontsize(max(text.get_fontsize(), PHONE_MIN_PT))
+    fig.subplots_adjust(left=0, right=1, top=1, bottom=0, hspace=0.02)
     return fig
 
 
@@ -381,11 +419,29 @@ def draw_kv_cache(steps: int = 4, ax: Axes | None = None) -> Figure:
                 ax.text(x - 0.12, y + cell * 0.7, role, ha="right", va="center", fontsize=9.5, style="italic")
         ax.text(x + t * cell / 2, 2.0, f"step {t}", ha="center", va="bottom", fontsize=9.5)
         ax.text(x + (t - 0.5) * cell, 0.3, f"$q_{{{t}}}$", ha="center", va="top", fontsize=9.5)
-    ax.text(0.6 + steps * panel_w / 2, -0.35,
-            "each step computes the key, value and query of the newest token only (outlined);\n"
-            "the grey keys and values are read from the cache, not recomputed",
-            ha="center", va="center", fontsize=9, color="#444444")
+    own = len(ax.figure.axes) == 1 and ax.figure.get_size_inches()[0] == 6.8
+    note = ax.text(0.6 + steps * panel_w / 2, -0.35,
+                   "each step computes the key, value and query of the newest token only (outlined);\n"
+                   "the grey keys and values are read from the cache, not recomputed",
+                   ha="center", va="center", fontsize=9, color="#444444")
     ax.set_xlim(0, 0.6 + steps * panel_w)
     ax.set_ylim(-0.75, 2.45)
     ax.set_aspect("equal")
+    if own:
+        ax.figure.cu_phone = lambda: _kv_cache_phone(steps)
+    note.set_gid("cu-kv-note")
     return ax.figure
+
+
+def _kv_cache_phone(steps: int) -> Figure:
+    """:func:`draw_kv_cache` for a phone's column: a narrower figure, the note on four lines."""
+    fig = draw_kv_cache(steps)
+    fig.set_size_inches(4.2, 2.6)
+    ax = fig.axes[0]
+    ax.set_ylim(-1.75, 2.45)
+    for text in ax.texts:
+        if text.get_gid() == "cu-kv-note":
+            text.set_text("each step computes the key, value and query\nof the newest token only (outlined); the grey\n"
+                          "keys and values are read from the cache,\nnot recomputed")
+            text.set_y(-1.0)
+    return fig

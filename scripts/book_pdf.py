@@ -8,6 +8,10 @@ to the first chapter's page (which loads MathJax), the maths is typeset once mor
 is loaded, and the result is printed with the book's print stylesheet (course.css): sidebars
 and header hidden, code wrapped, an interactive figure printed with the frame its sliders
 show when the page opens. Prints the number of pages.
+
+The PDF is also copied into the site (``_downloads/book.pdf``) and linked from every page's
+download menu and from the landing page: the site links the PDF that ``make pdf`` built, and
+no page links a PDF that was not built.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ GATHER = """async (paths) => {
       img.setAttribute('loading', 'eager');
     });
     part.querySelectorAll('a[href]').forEach(a => a.setAttribute('href', new URL(a.getAttribute('href'), url).href));
+    part.querySelectorAll('source[srcset]').forEach(s =>
+      s.setAttribute('srcset', new URL(s.getAttribute('srcset'), url).href));
     const section = document.createElement('section');
     section.className = 'cu-pdf-part';
     section.style.breakBefore = 'page';
@@ -110,8 +116,33 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(pdf)
-    print(f"{args.out}: {page_count(pdf)} pages, {len(pdf) / 2**20:.1f} MiB, {len(pages)} documents ({title})")
+    linked = publish(pdf, args.site)
+    print(f"{args.out}: {page_count(pdf)} pages, {len(pdf) / 2**20:.1f} MiB, {len(pages)} documents ({title}); "
+          f"linked from {linked} pages")
     return 0
+
+
+def publish(pdf: bytes, site: Path) -> int:
+    """Copy the PDF into the site and link it from every page (book/_ext/offline_site.pdf_links)."""
+    from pathlib import PurePosixPath
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from offline_site import BOOK_PDF, pdf_links
+
+    target = site / BOOK_PDF
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(pdf)
+    linked = 0
+    for path in sorted(site.rglob("*.html")):
+        page = PurePosixPath(path.relative_to(site).as_posix())
+        if page.parts[0] in ("_static", "_sources", "_images"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = pdf_links(text, page, site)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            linked += 1
+    return linked
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ EXEMPT: dict[str, str] = {
     "draw_multihead_split": FIGURE,
     "draw_post_pre_ln": FIGURE,
     "draw_kv_cache": FIGURE,
+    "draw_transformer_phone": NO_ARGS,
     "book_style": NO_ARGS,
     "phone_layout": NO_ARGS,
     "live_kernel": NO_ARGS,
@@ -63,6 +64,9 @@ EXEMPT: dict[str, str] = {
     "training_lengths": NO_ARGS,
     "ch08_benchmark_recipe": NO_ARGS,
     "GRUCache": NO_ARGS,
+    "load_ffn_activations_result": NO_ARGS,
+    "load_rope_stretch_result": NO_ARGS,
+    "rope_stretch_recipe": NO_ARGS,
     # records and comparisons that accept any value by design
     "PowerLawFit": "a result record returned by fit_power_law (its rows cover the inputs)",
     "differences": "compares any two values; every input has an answer",

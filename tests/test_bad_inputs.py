@@ -213,6 +213,9 @@ bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), keys="abc"), TypeError,
 bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), annotate="yes"), TypeError, "annotate must be True or False")
 bad(T, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin="0"), TypeError, "vmin must be a number or None")
 bad(T, lambda: plots.attention_grid(None), TypeError, "weights must be a tensor or array")
+bad(T, lambda: plots.patch_attention_figure("digits", torch.rand(2, 2, 2)), TypeError, "images must be a tensor or array")
+bad(T, lambda: plots.patch_attention_figure(torch.rand(2, 8, 8), torch.rand(2, 2, 2), phone=1), TypeError,
+    "phone must be True or False")
 bad(T, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), col_titles="ab"), TypeError, "col_titles must be a list of str")
 bad(T, lambda: diagrams.draw_transformer(ax="ax"), TypeError, "ax must be a matplotlib Axes")
 bad(T, lambda: interactive.explore("ok", [("n", [1, 2])], "draw"), TypeError, "draw must be a function")
@@ -346,6 +349,8 @@ bad(R, lambda: analysis.attention_entropy(W, torch.zeros(2, 4, dtype=torch.bool)
 bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), vmin=1.0, vmax=0.0), ValueError, "vmin must be smaller than vmax")
 bad(R, lambda: plots.attention_heatmap(torch.rand(3, 3), cmap="no-such-map"), ValueError, "cmap must be a matplotlib colormap")
 bad(R, lambda: plots.attention_heatmap(torch.rand(0, 3)), ValueError, "weights must not be empty")
+bad(R, lambda: plots.patch_attention_figure(torch.rand(2, 8, 8), torch.rand(3, 2, 2)), ValueError,
+    "weights must be (n, side, side) with n = 2")
 bad(R, lambda: plots.attention_grid(torch.rand(1, 2, 3, 3), cell_size=-1.0), ValueError, "cell_size must be a positive number")
 bad(R, lambda: interactive.explore("Bad Id", [("n", [1])], lambda n: None), ValueError, "uid must be lowercase letters")
 bad(R, lambda: interactive.explore("ok", [("n", [])], lambda n: None), ValueError, "control 'n' must have at least one value")
@@ -737,6 +742,7 @@ from course_utils.runs import core as runs_core  # noqa: E402
 from course_utils.runs import mlm as runs_mlm  # noqa: E402
 from course_utils.runs import modern as runs_modern  # noqa: E402
 from course_utils.runs import registry as runs_registry  # noqa: E402
+from course_utils.runs import scaling as runs_scaling  # noqa: E402
 from course_utils.runs import vit as runs_vit  # noqa: E402
 
 LENS = torch.tensor([3, 4])
@@ -901,10 +907,10 @@ bad(M_, lambda: runs_vit.load_vit(TMP / "good.pt"), ValueError, "path must hold 
 TINY_MLM = mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8)
 bad(M_, lambda: runs_mlm.save_mlm(MODEL, {}, path=TMP / "mlm.pt"), TypeError, "model must be an EncoderOnlyLM")
 bad(M_, lambda: runs_mlm.save_mlm(TINY_MLM, {"loss_nats": []}, path=TMP / "mlm.pt"), ValueError,
-    "log must be the log train_mlm returns", "cpu_seconds")
+    "log must be the log run_mlm returns", "cpu_seconds")
 bad(M_, lambda: runs_mlm.load_mlm(TMP / "good.pt"), ValueError, "path must hold a masked-language model", "'transformer'")
-bad(I_, lambda: mlm.train_mlm(stop_after=2.5), TypeError, "stop_after must be")
-bad(Z_, lambda: mlm.train_mlm(steps=5, stop_after=6), ValueError, "stop_after must be an int in [1, 5]")
+bad(I_, lambda: runs_mlm.run_mlm(stop_after=2.5), TypeError, "stop_after must be")
+bad(Z_, lambda: runs_mlm.run_mlm(steps=5, stop_after=6), ValueError, "stop_after must be an int in [1, 5]")
 
 # chapters 1-10: masks of the opposite convention
 bad(K_, lambda: model.attend_with_bias(MHA, Q, Q, Q, ~CAUSAL4, None, False), ValueError, "PyTorch's convention")
@@ -977,18 +983,66 @@ bad(M_, lambda: mlm.bert_mask(SRC, 29, 29, rate=1.5), ValueError, "rate must be 
 bad(M_, lambda: mlm.bert_mask(SRC, 29, 3), ValueError, "mask_id must be an int >= 29")
 bad(M_, lambda: mlm.masked_loss(torch.randn(1, 3, 30), torch.full((1, 3), -100)), ValueError, "targets")
 bad(M_, lambda: mlm.masked_accuracy(SMALL_GPT, torch.zeros(2, 8, dtype=torch.long)), TypeError, "model must be an EncoderOnlyLM")
-bad(M_, lambda: mlm.train_mlm({"model": {}}), ValueError, "recipe must be a dict with the keys")
+bad(M_, lambda: runs_mlm.run_mlm({"model": {}}), ValueError, "recipe must have the keys")
 bad(M_, lambda: vit.accuracy(vit.mlp_baseline(8), torch.rand(2, 8, 8), torch.tensor([0, 12])), ValueError, "labels must be class ids in [0, 10)")
 bad(M_, lambda: vit.accuracy(vit.mlp_baseline(8), torch.rand(2, 8, 8), torch.tensor([0])), ValueError, "labels must be N=2 integer class ids")
 bad(M_, lambda: vit.count_params("model"), TypeError, "model must be a torch.nn.Module")
-bad(M_, lambda: vit.build_vit({"model": {"patch": 3}}), ValueError, "recipe must be a dict with the keys")
-bad(M_, lambda: vit.train_classifier(torch.nn.Linear(64, 10), {"train": {}}), ValueError, "recipe must be a dict with the keys")
+bad(M_, lambda: runs_vit.build_vit({"model": {"patch": 3}}), ValueError, "recipe must have the keys")
+bad(M_, lambda: vit.train_classifier(torch.nn.Linear(64, 10), (1, 2), 3), TypeError, "data must be (x_train")
+bad(Z_, lambda: vit.train_classifier(torch.nn.Linear(64, 10), vit.load_digits_split(), 2, warmup_epochs=2), ValueError,
+    "warmup_epochs must be an int in [0, 1]")
+bad(Z_, lambda: vit.matched_mlp(10**8), ValueError, "target_params must be within 5 %", "100,000,000")
+bad(M_, lambda: vit.VisionTransformer(pool="max"), ValueError, "pool must be 'cls' or 'mean'")
+bad(M_, lambda: vit.VisionTransformer(dropout=1.5), ValueError, "dropout must be")
+bad(I_, lambda: vit.VisionTransformer(d_model=True), TypeError, "d_model must be a positive int")
+bad(M_, lambda: vit.VisionTransformer(d_model=30, n_heads=4), ValueError, "n_heads must divide d_model=30")
+bad(M_, lambda: vit.VisionTransformer()(torch.rand(2, 8, 8), return_attention="yes"), TypeError,
+    "return_attention must be True or False")
+bad(M_, lambda: vit.patchify(torch.zeros(2, 8, 8, dtype=torch.long), 2), TypeError, "images must be a floating-point")
+bad(M_, lambda: vit.zero_positions(torch.nn.Linear(2, 2)), TypeError, "model must be a VisionTransformer")
+bad(M_, lambda: runs_vit.run_vit(model="resnet"), ValueError, "model must be 'vit' or 'mlp'")
+bad(M_, lambda: runs_vit.build_mlp({"model": {}}), ValueError, "recipe must have the keys")
+bad(M_, lambda: runs_vit.variant("max"), ValueError, "pool must be 'cls' or 'mean'")
+bad(I_, lambda: runs_vit.variant("cls", seed=1.5), TypeError, "seed must be an int")
+bad(I_, lambda: runs_mlm.StopAfter(2.0), TypeError, "steps must be a positive int")
+bad(M_, lambda: mlm.masked_accuracy_by_kind(SMALL_GPT, torch.zeros(2, 8, dtype=torch.long)), TypeError,
+    "model must be an EncoderOnlyLM")
+bad(M_, lambda: mlm.masked_accuracy_by_kind(TINY_MLM, torch.full((2, 8), 30)), ValueError,
+    "windows must hold token ids in [0, 30)")
+bad(N_, lambda: scaling.LossSurfaceFit(0.1, 0.1, 1.0, ((0.0,) * 3,) * 3, 0.0, 5).predict(float("inf"), 10), ValueError,
+    "n must be a positive number")
+bad(M_, lambda: vit.classification_loss(torch.randn(2, 3, 10), torch.zeros(2, dtype=torch.long)), ValueError,
+    "logits must have 2 dimensions")
+bad(M_, lambda: vit.epoch_batches(torch.rand(4, 8, 8), torch.arange(4), 2, generator=3), TypeError,
+    "generator must be a torch.Generator")
+bad(M_, lambda: vit.epoch_batches(torch.rand(4, 8, 8), torch.arange(3), 2, torch.Generator()), ValueError,
+    "labels must be N=4 integer class ids")
+bad(Z_, lambda: vit.epoch_batches(torch.rand(4, 8, 8), torch.arange(4), 0, torch.Generator()), ValueError,
+    "batch_size must be a positive int")
+bad(I_, lambda: vit.steps_per_epoch(100, 6.4), TypeError, "batch_size must be a positive int")
+bad(Z_, lambda: vit.steps_per_epoch(0, 64), ValueError, "n_images must be a positive int")
+bad(M_, lambda: vit.multiply_adds("vit"), TypeError, "model must be a torch.nn.Module")
+bad(Z_, lambda: vit.unpatchify(torch.rand(2, 4, 16), 6), ValueError, "patches must be (B, N, p p)")
+bad(M_, lambda: vit.unpatchify(torch.rand(4, 16), 8), ValueError, "patches must have 3 dimensions")
+bad(M_, lambda: mlm.bert_mask(torch.full((2, 3), 29), 29, 29), ValueError, "ids must hold token ids in [0, 29)")
+bad(M_, lambda: mlm.bert_mask(torch.zeros(2, 3, dtype=torch.long), 29, 29, generator=1), TypeError,
+    "generator must be a torch.Generator")
+bad(M_, lambda: mlm.gap_accuracy(mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8),
+                                 torch.zeros(2, 8, dtype=torch.long), 3, right_context="False"), TypeError,
+    "right_context must be True or False")
+bad(N_, lambda: scaling.fit_power_law([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]).predict(-1.0), ValueError,
+    "x must be a positive number")
+bad(N_, lambda: scaling.fit_power_law([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]).predict(float("nan")), ValueError,
+    "x must be a positive number")
+bad(M_, lambda: scaling.fit_loss_surface([1, 2, 4, 8], [1, 2, 4, 8], [4, 3, 2, 1]), ValueError, "vary independently")
+bad(M_, lambda: scaling.fit_power_law("abc", [1.0, 2.0, 3.0]), TypeError, "x must be a sequence")
 bad(M_, lambda: scaling.fit_power_law([1.0, 2.0], [1.0]), ValueError, "x and y")
 bad(M_, lambda: scaling.fit_power_law([1.0, -2.0, 3.0], [1.0, 2.0, 3.0]), ValueError, "x and y must be positive")
 bad(M_, lambda: scaling.compute_optimal(1e9, tokens_per_param=0.0), ValueError, "tokens_per_param must be a positive number")
-bad(M_, lambda: scaling.build_sized_lm(30, {"d_model": 8}), ValueError, "size")
+bad(M_, lambda: runs_scaling.size_recipe({"d_model": 8}), ValueError, "size")
 bad(M_, lambda: scaling.non_embedding_params("model"), TypeError, "model must be")
-bad(M_, lambda: scaling.train_sized_lm({"d_model": 8}, 0), ValueError, "steps must be a positive int")
+bad(M_, lambda: runs_scaling.run_size({"d_model": 8, "n_layers": 1, "n_heads": 2}, 0), ValueError,
+    "steps must be a positive int")
 bad(I_, lambda: explorers.draw_pe_columns(8.0, 1), TypeError, "d_model must be a positive int", "float")
 bad(M_, lambda: explorers.draw_pe_columns(8, 1, positions=0), ValueError, "positions must be a positive int")
 bad(M_, lambda: explorers.pe_explorer(uid="Bad Id"), ValueError, "uid must be lowercase letters")
@@ -1002,6 +1056,44 @@ bad(I_, lambda: explorers.draw_cross_attention(MODEL, "ab", 1.0), TypeError, "la
 bad(M_, lambda: explorers.cross_attention_explorer(model="m"), TypeError, "model must be an encoder-decoder")
 bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name must be one of")
 bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
+
+
+# ---------------------------------------------------------------- issue 37 (skips helper): kernel regression, RoPE stretching, the FFN
+from course_utils import ffn  # noqa: E402
+from course_utils.runs import ffn as runs_ffn  # noqa: E402
+from course_utils.runs import rope_stretch as runs_rope_stretch  # noqa: E402
+
+_ROPE = model.Transformer(_mc(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1, positional="rope", max_len=12))
+_FFN = model.PositionwiseFeedForward(8, 16)
+bad(T, lambda: attention.nadaraya_watson([1.0], Q, Q, 1.0), TypeError, "queries must be a torch.Tensor")
+bad(R, lambda: attention.nadaraya_watson(Q, Q, Q, 0.0), ValueError, "sigma must be a positive number", "0.0")
+bad(R, lambda: attention.nadaraya_watson(Q, torch.randn(2, 4, 3), Q, 1.0), ValueError, "the same last dimension d")
+bad(R, lambda: attention.nadaraya_watson(Q, Q, torch.randn(2, 5, 8), 1.0), ValueError, "the same number of rows T_k")
+bad(R, lambda: positional.rope_tables(4, 8, scale=0.0), ValueError, "scale must be a positive number")
+bad(R, lambda: positional.ntk_base(16, 0.5), ValueError, "factor must be a number >= 1", "0.5")
+bad(R, lambda: positional.ntk_base(2, 4.0), ValueError, "d_k must be even and at least 4", "2")
+bad(T, lambda: positional.stretch_rope("model", "ntk", 2.0), TypeError, "model must be a torch.nn.Module", "str")
+bad(R, lambda: positional.stretch_rope(_ROPE, "yarn", 2.0), ValueError, "method must be one of", "yarn")
+bad(R, lambda: positional.stretch_rope(MODEL, "ntk", 2.0), ValueError, "model must use RoPE")
+bad(T, lambda: ffn.gelu([1.0]), TypeError, "x must be a torch.Tensor")
+bad(R, lambda: ffn.gelu(X, approximate="sigmoid"), ValueError, "approximate must be", "sigmoid")
+bad(T, lambda: ffn.GELUFeedForward(8.0, 16), TypeError, "d_model must be a positive int")
+bad(T, lambda: ffn.GeGLU(8, "16"), TypeError, "d_hidden must be a positive int")
+bad(R, lambda: ffn.swap_ffn_activation(GPT, "swish"), ValueError, "activation must be one of", "swish")
+bad(R, lambda: ffn.swap_ffn_activation(GPT, "geglu"), ValueError, "needs a gated FFN")
+bad(R, lambda: ffn.swap_ffn_activation(torch.nn.Linear(2, 2), "gelu"), ValueError, "model must hold at least one FFN")
+bad(T, lambda: ffn.ffn_memory_coefficients(GPT, torch.zeros(2, 3), 0), TypeError, "tokens must hold token ids")
+bad(R, lambda: ffn.ffn_memory_coefficients(GPT, torch.zeros(2, 3, dtype=torch.long), 9), ValueError, "layer must be")
+bad(T, lambda: ffn.ffn_memory_coefficients(MHA, torch.zeros(2, 3, dtype=torch.long), 0), TypeError, "ModuleList `layers`")
+bad(R, lambda: ffn.top_contexts(GPT, torch.zeros(5, dtype=torch.long), 0, 0, block_size=8), ValueError, "at least one window")
+bad(R, lambda: ffn.top_contexts(GPT, torch.zeros(64, dtype=torch.long), 0, 10_000, block_size=8), ValueError, "unit must be")
+bad(R, lambda: ffn.value_logits(GPT, 0, -1), ValueError, "unit must be")
+bad(T, lambda: ffn.ffn_as_memory(MHA, X), TypeError, "ffn must be a PositionwiseFeedForward")
+bad(T, lambda: ffn.ffn_as_memory(_FFN, X.tolist()), TypeError, "x must be a torch.Tensor")
+bad(R, lambda: runs_ffn.run_activation("swish", 0), ValueError, "name must be one of")
+bad(R, lambda: runs_ffn.run_activation("GeGLU", -1), ValueError, "seed must be")
+bad(T, lambda: runs_rope_stretch.fine_tune("model", "ntk"), TypeError, "model must be a torch.nn.Module")
+bad(R, lambda: runs_rope_stretch.fine_tune(_ROPE, "yarn"), ValueError, "method must be one of")
 
 
 def _run(row: Row) -> BaseException | None:

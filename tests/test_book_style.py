@@ -32,6 +32,62 @@ def test_retina_png_is_twice_the_display_size_with_a_palette() -> None:
     plt.close(fig)
 
 
+def _shown(meta: dict) -> float:
+    """The smallest text (CSS px) of a figure's picture as a 342-px phone column shows it."""
+    return meta["text_px"] * min(1.0, 342 / meta["width"])
+
+
+def test_retina_png_records_the_smallest_text_and_draws_a_phone_version() -> None:
+    """A wide two-panel figure: its text would be ~6 px on a phone, so a stacked phone version
+    with text of at least 9 shown px is stored beside it; the figure itself is left as it was."""
+    import base64
+
+    book_style()
+    fig, axes = plt.subplots(1, 2, figsize=(6.4, 2.8))
+    for ax in axes:
+        ax.plot([0, 1, 2], [1, 0, 1], label="line")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    before = [ax.get_position().bounds for ax in axes]
+    data, meta = retina_png(fig)
+    assert meta["text_px"] == round(8 * 100 / 72, 1), "the legend's 8 pt is the smallest text"
+    assert _shown(meta) < 9
+    phone = meta["phone"]
+    assert _shown(phone) >= 9, f"the phone version's text is {_shown(phone):.1f} px on a phone"
+    png = base64.b64decode(phone["png"])
+    image = Image.open(io.BytesIO(png))
+    assert image.height > image.width, "the two panels are stacked"
+    assert [ax.get_position().bounds for ax in axes] == before and tuple(fig.get_size_inches()) == (6.4, 2.8)
+    assert retina_png(fig)[0] == data, "drawing the phone version leaves the figure as it was"
+    plt.close(fig)
+
+
+def test_a_narrow_figure_needs_no_phone_version() -> None:
+    book_style()
+    fig, ax = plt.subplots(figsize=(3.4, 2.5))
+    ax.plot([0, 1], [0, 1])
+    _, meta = retina_png(fig)
+    assert "phone" not in meta and _shown(meta) >= 9
+    plt.close(fig)
+
+
+def test_the_architecture_and_patch_attention_figures_are_legible_on_a_phone() -> None:
+    import numpy as np
+
+    from course_utils.diagrams import draw_transformer
+    from course_utils.plots import patch_attention_figure
+
+    book_style()
+    rng = np.random.default_rng(0)
+    figures = [draw_transformer(),
+               patch_attention_figure(rng.random((4, 8, 8)), rng.dirichlet(np.ones(4), size=4).reshape(4, 2, 2))]
+    for fig in figures:
+        _, meta = retina_png(fig)
+        shown = _shown(meta.get("phone", meta))
+        assert shown >= 9, f"{fig.axes[0]}: {shown:.1f} px on a phone"
+        plt.close(fig)
+
+
 def test_retina_png_skips_an_empty_figure() -> None:
     fig = plt.figure()
     assert retina_png(fig) is None

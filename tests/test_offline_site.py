@@ -74,13 +74,60 @@ def test_fontawesome_script_and_unused_font_preloads_are_dropped() -> None:
     assert "all.min.js" not in out and "fa-brands-400" not in out and "fa-solid-900" in out
 
 
-@pytest.mark.parametrize(("url", "shown"), [("", False), ("https://example.org/course", True)])
-def test_repository_buttons_only_with_a_repository(tmp_path: Path, url: str, shown: bool) -> None:
+@pytest.mark.parametrize(("url", "links"), [
+    ("", {}),
+    ("https://example.org/course", {"repository": "https://example.org/course",
+                                    "issues": "https://example.org/course/issues"})])
+def test_repository_links_only_with_a_repository(tmp_path: Path, url: str, links: dict) -> None:
+    """The links come from _config.yml here (no git remote in tmp_path); the theme's own buttons stay off."""
     (tmp_path / "_config.yml").write_text(f'repository:\n  url: "{url}"\n')
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1.2.3"\n')
-    config = SimpleNamespace(html_theme_options={"use_download_button": True})
+    config = SimpleNamespace(html_theme_options={"use_download_button": True, "repository_url": url})
     offline_site._configure(SimpleNamespace(confdir=str(tmp_path)), config)
     options = config.html_theme_options
-    assert options["use_repository_button"] is shown and options["use_issues_button"] is shown
-    assert ("repository_url" in options) is shown and options.get("repository_url", url) == url
+    assert options["use_repository_button"] is False and options["use_issues_button"] is False
+    assert "repository_url" not in options
     assert "Version 1.2.3" in options["extra_footer"]
+    assert offline_site.repository_links(tmp_path) == links
+    page = '<div class="article-header-buttons">x</div>'
+    out = offline_site.header_links(page, PurePosixPath("index.html"), tmp_path, links)
+    assert ("cu-repository-link" in out) is bool(links) and ("cu-issues-link" in out) is bool(links)
+
+
+@pytest.mark.parametrize(("text", "prose"), [
+    ("✓ Exercise 12.3 (shuffled patches): all checks passed. " + "The test accuracy of the model " * 4, True),
+    ("short line\nanother", False),
+    ("model                     layers   params\n" + "a" * 20 + "     2   1,000" + " " * 60 + "x\n"
+     "b                          3   2,000\n", False),
+    ("┌──┐\n" + "x" * 90, False),
+])
+def test_prose_outputs_wrap_tables_keep_their_lines(text: str, prose: bool) -> None:
+    assert offline_site.is_prose_output(text) is prose
+    html = (f'<div class="output stream highlight-myst-ansi notranslate"><div class="highlight"><pre>'
+            f"{text}</pre></div></div>")
+    assert ("cu-prose" in offline_site.wrap_prose_outputs(html)) is prose
+
+
+def test_solved_download_hides_solution_outputs() -> None:
+    nb = {"cells": [{"cell_type": "code", "metadata": {"tags": ["solution", "hide-input"]},
+                     "outputs": [{"output_type": "stream", "text": "✓ matches"}], "execution_count": 3, "source": ""},
+                    {"cell_type": "code", "metadata": {}, "outputs": [{"output_type": "stream", "text": "kept"}],
+                     "execution_count": 4, "source": ""}]}
+    out = offline_site.solved_download(nb)
+    assert out["cells"][0]["outputs"] == [] and out["cells"][0]["metadata"]["jupyter"]["outputs_hidden"] is True
+    assert out["cells"][1]["outputs"] == [{"output_type": "stream", "text": "kept"}]
+
+
+def test_static_figures_get_their_text_size_and_phone_version(tmp_path: Path) -> None:
+    import hashlib
+
+    wide, phone = PNG, PNG + b"phone"
+    (tmp_path / "_images").mkdir()
+    (tmp_path / "_images" / "fig.png").write_bytes(wide)
+    notes = {hashlib.sha256(wide).hexdigest(): {"text_px": 11.1, "width": 660, "height": 300, "phone": {
+        "png": base64.b64encode(phone).decode(), "width": 390, "height": 500, "text_px": 12.5}}}
+    page = '<figure class="align-default"><img alt="x" src="../_images/fig.png" /></figure>'
+    out = offline_site.phone_figures(page, PurePosixPath("chapters/a.html"), tmp_path, notes)
+    assert 'data-text-px="11.1"' in out and 'data-design-width="660"' in out and 'data-phone-text-px="12.5"' in out
+    assert '<source media="(max-width: 720px)" srcset="../_images/phone/' in out
+    assert len(list((tmp_path / "_images" / "phone").glob("*.png"))) == 1

@@ -179,9 +179,6 @@ def test_the_chapter_6_model_is_one_run():
 # shrinks: the owner moves the recipe / seeded run / loop into course_utils/runs/ and deletes the line.
 CURRENT_VIOLATORS = {
     ("ablations.py", "seeds"),  # build_variant(seed=...): Chapter 10's notebook still passes seed (skips owner)
-    ("mlm.py", "recipe"), ("mlm.py", "seeds"),  # MLM_RECIPE and train_mlm (ch12 owner: runs/mlm.py)
-    ("scaling.py", "recipe"), ("scaling.py", "seeds"),  # SCALING_RECIPE, train_sized_lm (ch12 owner)
-    ("vit.py", "recipe"), ("vit.py", "seeds"), ("vit.py", "loop"),  # VIT_RECIPE, build_vit, train_classifier (ch12)
 }
 # Written exemptions: utils.set_seed is the seeding helper itself (Chapter 1); training.train is the one loop.
 EXEMPT = {("utils.py", "seeds"), ("training.py", "loop")}

@@ -24,8 +24,11 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
+import html as _html
+import json
 import re
 import subprocess
+import sys
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -80,6 +83,13 @@ def _in_solution_cell(node: nodes.Node) -> bool:
 
 
 def _drop_solution_markers(app: Sphinx, doctree: nodes.document) -> None:
+    for cell in doctree.findall(nodes.container):
+        # a solution's output (what its checker prints about the reference answer) hides with
+        # its code behind the one "Show solution" toggle
+        if cell.get("nb_element") == "cell_code" and "tag_solution" in cell.get("classes", []):
+            cell["hide_mode"] = "all"
+            cell.setdefault("prompt_show", "Show solution")
+            cell.setdefault("prompt_hide", "Hide solution")
     for block in list(doctree.findall(nodes.literal_block)):
         text = block.astext()
         if not SOLUTION_MARKER.search(text) or not _in_solution_cell(block):
@@ -165,13 +175,225 @@ def _trim_font_preloads(html: str) -> str:
     return FONT_PRELOAD.sub(keep, html)
 
 
-def postprocess_page(html: str, page: PurePosixPath, outdir: Path) -> str:
+OUTPUT_PRE = re.compile(r'(<div class="output (?:stream|text_plain)[^"]*)("><div class="highlight"><pre>)(.*?)</pre>',
+                        re.DOTALL)
+#: a printed table: two or more lines with aligned columns (a run of 2+ spaces inside the line)
+TABLE_LINE = re.compile(r"\S {2,}\S")
+BOX_CHARS = re.compile("[\u2500-\u257f]")
+PROSE_WIDTH = 76  # what the output box holds at 1280 px
+
+
+def is_prose_output(text: str) -> bool:
+    """Whether printed output reads as sentences (wrap it) rather than a table (keep its lines)."""
+    lines = text.splitlines()
+    if not any(len(line) > PROSE_WIDTH for line in lines):
+        return False
+    tabular = sum(1 for line in lines if TABLE_LINE.search(line.rstrip()))
+    return tabular < 2 and not BOX_CHARS.search(text)
+
+
+def wrap_prose_outputs(html: str) -> str:
+    """Mark printed output that is prose (checker messages, sentences) ``cu-prose``: it wraps."""
+
+    def one(match: re.Match[str]) -> str:
+        text = _html.unescape(re.sub(r"<[^>]+>", "", match.group(3)))
+        if not is_prose_output(text):
+            return match.group(0)
+        return f"{match.group(1)} cu-prose{match.group(2)}{match.group(3)}</pre>"
+
+    return OUTPUT_PRE.sub(one, html)
+
+
+PHONE_DIR = "_images/phone"
+
+
+def figure_notes(root: Path) -> dict[str, dict]:
+    """What retina_png recorded for each static figure of the notebooks, keyed by the PNG's sha256."""
+    notes: dict[str, dict] = {}
+    for path in [*sorted((root / "chapters").glob("*.ipynb")), *sorted((root / "book").glob("*.ipynb"))]:
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for cell in nb.get("cells", []):
+            for out in cell.get("outputs", []):
+                data = out.get("data", {}).get("image/png")
+                meta = out.get("metadata", {}).get("image/png", {})
+                if not data or not isinstance(meta, dict) or "text_px" not in meta:
+                    continue
+                png = base64.b64decode(data if isinstance(data, str) else "".join(data))
+                notes[hashlib.sha256(png).hexdigest()] = meta
+    return notes
+
+
+def phone_figures(html: str, page: PurePosixPath, outdir: Path, notes: dict[str, dict]) -> str:
+    """Static figures get their smallest text size as data attributes and, where one was drawn,
+    a phone version shown below 721 px (``<picture>``); written to ``_images/phone/``."""
+    root = PurePosixPath(*([".."] * (len(page.parts) - 1))) if len(page.parts) > 1 else PurePosixPath(".")
+
+    def image(match: re.Match[str]) -> str:
+        tag, src = match.group(0), match.group(1)
+        if "data-text-px" in tag:
+            return tag
+        target = outdir / "_images" / PurePosixPath(src).name
+        try:
+            note = notes.get(hashlib.sha256(target.read_bytes()).hexdigest())
+        except OSError:
+            note = None
+        if note is None:
+            return tag
+        tag = tag.replace("<img ", f'<img data-text-px="{note["text_px"]}" data-design-width="{note["width"]}" ', 1)
+        phone = note.get("phone")
+        if not isinstance(phone, dict) or "png" not in phone:
+            return tag
+        png = base64.b64decode(phone["png"])
+        name = hashlib.sha256(png).hexdigest()[:24] + ".png"
+        file = outdir / PHONE_DIR / name
+        if not file.exists():
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_bytes(png)
+        tag = tag.replace("<img ", f'<img data-phone-text-px="{phone["text_px"]}" '
+                                   f'data-phone-width="{phone["width"]}" ', 1)
+        return (f'<picture class="cu-phone-picture"><source media="(max-width: 720px)" '
+                f'srcset="{root / PHONE_DIR / name}" width="{phone["width"]}" height="{phone["height"]}">'
+                f"{tag}</picture>")
+
+    def figure(match: re.Match[str]) -> str:
+        block = match.group(0)
+        if "cu-explorer" in block:
+            return block
+        return STATIC_IMG.sub(image, block, count=1)
+
+    return FIGURE.sub(figure, html)
+
+
+def postprocess_page(html: str, page: PurePosixPath, outdir: Path, notes: dict[str, dict] | None = None,
+                     links: dict[str, str] | None = None, root: Path | None = None) -> str:
     """Everything the extension changes in one built HTML page."""
     if "cu-explorer" in html:
         html = externalise_frames(html, page, outdir)
     html = zoomable_figures(html)
+    html = phone_figures(html, page, outdir, notes or {})
+    html = wrap_prose_outputs(html)
+    html = header_links(html, page, outdir, links or {})
+    html = pdf_links(html, page, outdir)
+    if root is not None:
+        html = exercise_minutes(html, root)
     html = _trim_font_preloads(html)
     return FONTAWESOME_JS.sub("", html)
+
+
+DOWNLOAD_MENU = re.compile(r'(<div class="dropdown dropdown-download-buttons">.*?<ul class="dropdown-menu">)'
+                           r"(.*?)(</ul>)", re.DOTALL)
+HEADER_BUTTONS = re.compile(r'<div class="article-header-buttons">')
+STUDENT_DIR = "_downloads/student"
+BOOK_PDF = "_downloads/book.pdf"
+
+
+def _menu_item(href: str, text: str, title: str, icon: str = "fas fa-file", download: bool = True) -> str:
+    attr = " download" if download else ""
+    return (f'<li><a href="{href}"{attr} class="btn btn-sm dropdown-item cu-download" title="{title}">'
+            f'<span class="btn__icon-container"><i class="{icon}"></i></span>'
+            f'<span class="btn__text-container">{text}</span></a></li>')
+
+
+def header_links(html: str, page: PurePosixPath, outdir: Path, links: dict[str, str]) -> str:
+    """The header's download menu (solved and student notebook, the book's PDF, how to get
+    course_utils) and, when the book has a repository, its repository and report-an-error links."""
+    root = PurePosixPath(*([".."] * (len(page.parts) - 1))) if len(page.parts) > 1 else PurePosixPath(".")
+    if "cu-download" in html or "cu-source-links" in html:
+        return html
+    student = outdir / STUDENT_DIR / f"{page.stem}.ipynb"
+
+    def menu(match: re.Match[str]) -> str:
+        items = match.group(2).replace('<span class="btn__text-container">.ipynb</span>',
+                                       '<span class="btn__text-container">Solved notebook (.ipynb)</span>')
+        items = items.replace('<span class="btn__text-container">.pdf</span>',
+                              '<span class="btn__text-container">Print this page</span>')
+        extra = ""
+        if student.exists():
+            extra += _menu_item(str(root / STUDENT_DIR / student.name), "Student copy (.ipynb)",
+                                "The notebook with the solutions blanked and the outputs cleared")
+        if student.exists():
+            extra += ('<li class="cu-download-note dropdown-item-text">The notebooks import '
+                      "<code>course_utils</code>: get the course's repository, then run "
+                      "<code>make book</code> and <code>make lab</code> "
+                      f'(<a href="{root / "book" / "setup.html"}">set-up</a>).</li>')
+        return match.group(1) + extra + items + match.group(3)
+
+    html = DOWNLOAD_MENU.sub(menu, html, count=1)
+    if links.get("repository"):
+        repo, issues = _html.escape(links["repository"]), _html.escape(links["issues"])
+        buttons = (f'<div class="cu-source-links">'
+                   f'<a class="btn btn-sm cu-repository-link" href="{repo}" title="The course\'s source repository">'
+                   f'<i class="fas fa-code-branch"></i><span class="cu-link-text">Repository</span></a>'
+                   f'<a class="btn btn-sm cu-issues-link" href="{issues}" title="Report an error in the book">'
+                   f'<i class="fas fa-bug"></i><span class="cu-link-text">Report an error</span></a></div>')
+        html = HEADER_BUTTONS.sub(lambda m: buttons + m.group(0), html, count=1)
+    return html
+
+
+PDF_SLOT = '<div class="cu-book-pdf"></div>'
+
+
+def pdf_links(html: str, page: PurePosixPath, outdir: Path) -> str:
+    """Link the whole-book PDF (written by ``make pdf``) from the download menu and the landing
+    page's slot for it, when the site holds one; nothing otherwise (never a dead link)."""
+    if not (outdir / BOOK_PDF).exists() or "cu-book-pdf-item" in html:
+        return html
+    root = PurePosixPath(*([".."] * (len(page.parts) - 1))) if len(page.parts) > 1 else PurePosixPath(".")
+    href = str(root / BOOK_PDF)
+    size = (outdir / BOOK_PDF).stat().st_size / 2**20
+    item = _menu_item(href, "Whole book (.pdf)", "The whole book as one PDF", "fas fa-file-pdf")
+    item = item.replace("<li>", '<li class="cu-book-pdf-item">', 1)
+    html = DOWNLOAD_MENU.sub(lambda m: m.group(1) + m.group(2) + item + m.group(3), html, count=1)
+    return html.replace(PDF_SLOT, f'<p class="cu-book-pdf">The whole book is also one PDF: '
+                                  f'<a class="cu-book-pdf-item" href="{href}" download>book.pdf</a> '
+                                  f"({size:.1f} MiB).</p>")
+
+
+MINUTES_SLOT = re.compile(r'<span class="cu-minutes" data-chapter="(\d+)"></span>')
+
+
+def exercise_minutes(html: str, root: Path) -> str:
+    """Fill the landing page's exercise column: exercises and the sum of the minutes their
+    headings state (scripts/exercise_headings.py), per chapter, as the book is built."""
+    if "cu-minutes" not in html:
+        return html
+    sys.path.insert(0, str(root / "scripts"))
+    from exercise_headings import chapter_minutes
+
+    counts = chapter_minutes(root / "chapters")
+
+    def one(match: re.Match[str]) -> str:
+        count, minutes = counts.get(match.group(1), (0, 0))
+        text = f"{count}&nbsp;exercises" + (f", {minutes}&nbsp;min" if minutes else "")
+        return f'<span class="cu-minutes" data-chapter="{match.group(1)}">{text}</span>'
+
+    return MINUTES_SLOT.sub(one, html)
+
+
+def solved_download(nb: dict) -> dict:
+    """The solved notebook as the book offers it: each solution cell's output (what its checker
+    printed about the reference answer) cleared, the cell collapsed in Jupyter until opened."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code" and "solution" in cell.get("metadata", {}).get("tags", []):
+            cell["outputs"], cell["execution_count"] = [], None
+            cell["metadata"].setdefault("jupyter", {}).update({"source_hidden": True, "outputs_hidden": True})
+    return nb
+
+
+def write_downloads(root: Path, outdir: Path) -> None:
+    """Student copies (``make student``'s) and solved notebooks without solution outputs."""
+    from course_utils.student import make_student_copy
+
+    for source in sorted(outdir.glob("_sources/chapters/*.ipynb")):
+        original = root / "chapters" / source.name
+        if not original.exists():
+            continue
+        make_student_copy(original, outdir / STUDENT_DIR / source.name)
+        nb = solved_download(json.loads(original.read_text(encoding="utf-8")))
+        source.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def subset_icon_css(css: str, used: set[str]) -> str:
@@ -234,13 +456,23 @@ def _postprocess(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
-    solid_subset = _subset_fontawesome(outdir)
-    for path in sorted(outdir.rglob("*.html")):
+    root = Path(app.confdir)
+    write_downloads(root, outdir)
+    notes = figure_notes(root)
+    links = repository_links(root)
+    pages = [path for path in sorted(outdir.rglob("*.html"))
+             if PurePosixPath(path.relative_to(outdir).as_posix()).parts[0] not in ("_static", "_sources", "_images")]
+    for path in pages:
         page = PurePosixPath(path.relative_to(outdir).as_posix())
-        if page.parts[0] in ("_static", "_sources", "_images"):
-            continue
         text = path.read_text(encoding="utf-8")
-        new = postprocess_page(text, page, outdir)
+        new = postprocess_page(text, page, outdir, notes, links, root)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+    # the icon subset is made after the pages got their last icons
+    solid_subset = _subset_fontawesome(outdir)
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        new = text
         if solid_subset:
             new = re.sub(r'type="font/woff2"( crossorigin href="[^"]*/webfonts/)fa-solid-900\.woff2"',
                          rf'type="font/woff"\1{SOLID_SUBSET}"', new)
@@ -280,18 +512,58 @@ def _repository_url(root: Path) -> str:
     return str((config.get("repository") or {}).get("url") or "").strip()
 
 
+def web_url(remote: str) -> str:
+    """The web address of a git remote URL ('' for a local path or anything not on a web host).
+
+    ``git@github.com:owner/repo.git`` and ``ssh://git@host/owner/repo`` become
+    ``https://host/owner/repo``; credentials in an https URL are dropped.
+    """
+    remote = remote.strip()
+    scp = re.fullmatch(r"[\w.-]+@([\w.-]+):/?([\w./~-]+?)(?:\.git)?/?", remote)
+    if scp:
+        host, path = scp.groups()
+    else:
+        url = re.fullmatch(r"(?:https?|ssh|git)://(?:[^@/]+@)?([\w.-]+)(?::\d+)?/([\w./~-]+?)(?:\.git)?/?", remote)
+        if not url:
+            return ""
+        host, path = url.groups()
+    if "." not in host or path.count("/") < 1:
+        return ""
+    return f"https://{host}/{path}"
+
+
+def _git_remote(root: Path) -> str:
+    """The URL of the git remote of the clone at ``root`` (``origin`` first), '' without one."""
+    try:
+        names = subprocess.run(["git", "remote"], cwd=root, capture_output=True, text=True, timeout=10,
+                               check=True).stdout.split()
+        if not names:
+            return ""
+        name = "origin" if "origin" in names else names[0]
+        return subprocess.run(["git", "remote", "get-url", name], cwd=root, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def repository_links(root: Path) -> dict[str, str]:
+    """The header's repository and report-an-error links: from ``_config.yml``'s
+    ``repository.url`` when set, else from the web URL of the clone's git remote; none without."""
+    url = _repository_url(root) or web_url(_git_remote(root))
+    url = url.rstrip("/").removesuffix(".git")
+    if not re.match(r"https?://[\w.-]+\.[\w.-]+/", url + "/"):
+        return {}
+    return {"repository": url, "issues": f"{url}/issues"}
+
+
 def _configure(app: Sphinx, config: Any) -> None:
     root = Path(app.confdir)
     options = dict(config.html_theme_options or {})
-    url = _repository_url(root) or str(options.get("repository_url", "") or "").strip()
-    for button in ("use_repository_button", "use_issues_button"):
-        options[button] = bool(url)
-    if url:
-        options["repository_url"] = url
-        options.setdefault("repository_branch", "main")
-    else:
-        options.pop("repository_url", None)
-        options["use_edit_page_button"] = False
+    # the repository and report-an-error links are the course's own (header_links): the theme's
+    # buttons stay off (they know three hosts only)
+    for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        options[button] = False
+    options.pop("repository_url", None)
     version = _version(root)
     stamp = f"Version {version}, {_date(root)}" if version else _date(root)
     footer = str(options.get("extra_footer", "") or "")

@@ -69,10 +69,9 @@ def make_length(steps: int | None, out: Path | None, evaluate: bool) -> list[str
 
 def make_mlm(steps: int | None, out: Path | None, evaluate: bool) -> list[str]:
     """Chapter 12's masked-language model (MLM_RECIPE) -> mlm_shakespeare.pt."""
-    from ..mlm import MLM_RECIPE, train_mlm  # TODO(ch12): from runs/mlm.py once the recipe moves there
-    from .mlm import MLM_FILE, save_mlm
+    from .mlm import MLM_FILE, MLM_RECIPE, run_mlm, save_mlm
 
-    model, log = train_mlm(MLM_RECIPE, steps=steps, progress=True)
+    model, log = run_mlm(MLM_RECIPE, steps=steps, progress=True)
     path = save_mlm(model, log, out or asset_path(MLM_FILE))
     last = log["loss_nats"][-50:]
     return [f"mlm: trained {len(log['loss_nats'])} steps in {log['wall_seconds']:.1f} s "

@@ -16,13 +16,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..mlm import MLM_RECIPE
-from ..scaling import SCALING_RECIPE
 from ..validate import check_callable
-from ..vit import VIT_RECIPE
 from .ablations import ABLATIONS_FILE, ablations_recipe
 from .charlm import CHARLM_CHECKPOINT, CHARLM_RECIPE
 from .core import ASSETS, stored_recipe
+from .ffn import FFN_ACTIVATIONS_FILE, FFN_ACTIVATIONS_RECIPE
 from .length import (
     EXTRA_ROWS_FILE,
     LOSER,
@@ -33,11 +31,12 @@ from .length import (
     results_recipe,
     shipped_recipe,
 )
-from .mlm import MLM_FILE
+from .mlm import MLM_FILE, MLM_RECIPE
 from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
-from .scaling import SCALING_FILE
-from .vit import VIT_FILE
+from .rope_stretch import ROPE_STRETCH_FILE, rope_stretch_recipe
+from .scaling import SCALING_FILE, SCALING_RECIPE
+from .vit import VIT_FILE, VIT_RECIPE
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
 
@@ -62,6 +61,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
     MLM_FILE: lambda: MLM_RECIPE,
+    FFN_ACTIVATIONS_FILE: lambda: FFN_ACTIVATIONS_RECIPE,
+    ROPE_STRETCH_FILE: rope_stretch_recipe,
 }
 
 
@@ -90,6 +91,14 @@ MADE_BY: dict[str, tuple[str, str]] = {
                      "miniature (its `no_ffn` row was added by `python benchmarks/ablations.py --parts table3 "
                      "--rows base,no_ffn --write`, whose base row reproduced the shipped one)",
                      "python benchmarks/ablations.py --write"),
+    FFN_ACTIVATIONS_FILE: ("Chapter 5's FFN activations on the character LM: ReLU, GELU, SwiGLU and GeGLU at equal "
+                           "parameters, seeds 0-2, bits/char and CPU ms per step (`FFN_ACTIVATIONS_RECIPE`)",
+                           "python benchmarks/ffn_activations.py --write"),
+    ROPE_STRETCH_FILE: ("Chapter 9's RoPE stretching: the plain RoPE scheme with position interpolation and NTK-aware "
+                        "scaling (factor 4), with no retraining and after a 100-step fine-tune, and the shipped "
+                        "winner, "
+                        "exact-match counts at lengths 10, 20, 40 (`rope_stretch_recipe()`)",
+                        "python benchmarks/rope_stretch.py --write"),
     MODERN_BLOCK_FILE: ("Chapter 11's modern-block table: the 2017 block, each modern change alone and all "
                         "together on the character LM, validation bits/char and CPU ms per step",
                         "python benchmarks/modern_block.py --write"),

@@ -16,7 +16,24 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from toc import toc_pages  # noqa: E402  (scripts/toc.py, shared with make pdf)
 
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from offline_site import STUDENT_DIR, repository_links  # noqa: E402  (the build's own rules)
+
 PAGES = toc_pages()
+# Pages whose notebooks were executed before course_utils.plots recorded each figure's smallest
+# text (and drew its phone version): their figures cannot be measured until they are executed
+# again. The check fails on an unmeasured figure of any other page. Empty it after re-executing.
+PENDING_FIGURES = {f"chapters/{n}" for n in (
+    "01_attention.html", "02_positional_encoding.html", "03_layernorm_residuals.html", "05_transformer.html",
+    "08_decoder_only.html", "09_length_generalisation.html",
+    "10_why_transformer_won.html", "11_attention_at_scale.html", "12_encoders_images_scaling.html",
+    "13_translation.html")}
+# Chapters whose code cells still hold lines longer than the 1280-px code box (80 columns):
+# their owners split them (tests/test_notebook_code_width.py lists the lines). Empty it then.
+PENDING_CODE_WIDTH = {f"chapters/{n}" for n in (
+    "01_attention.html", "02_positional_encoding.html", "03_layernorm_residuals.html", "05_transformer.html",
+    "08_decoder_only.html", "09_length_generalisation.html", "10_why_transformer_won.html",
+    "11_attention_at_scale.html", "12_encoders_images_scaling.html", "13_translation.html")}
 
 
 def open_page(browser, url: str, width: int):
@@ -68,8 +85,14 @@ def test_page(browser, site_url: str, path: str, width: int) -> None:
             ".map(i => (i.getAttribute('src') || i.getAttribute('data-src') || '').slice(0, 80))"
         )
         assert broken == [], f"images that did not load on {path}: {broken}"
-        seen = page.evaluate(SEE_CHECK, width == PHONE)
+        seen = page.evaluate(SEE_CHECK, {"phone": width == PHONE, "measureFigures": path not in PENDING_FIGURES,
+                                         "codeFits": width == DESKTOP and path not in PENDING_CODE_WIDTH})
         assert seen == [], f"{path} at {width} px: {len(seen)} defects a reader sees: {seen[:5]}"
+        check_header_links(page, path)
+        if path.startswith("chapters/"):
+            check_downloads(page, path)
+            if width == PHONE:
+                check_dark_scroll_cue(page, path)
         check_no_tool_markers(page, path)
         check_alt_text_and_captions(page, path)
         if path.startswith("chapters/") and page.locator(".tag_solution").count():
@@ -114,21 +137,87 @@ def check_alt_text_and_captions(page, path: str) -> None:
 
 
 def check_solutions_hidden(page) -> None:
-    """Each solution cell's code is hidden until its toggle is clicked."""
+    """Each solution cell's code and output (what its checker printed about the reference
+    answer) are hidden until its one toggle is clicked, on screen and in print."""
     cells = page.locator(".tag_solution")
+    page.emulate_media(media="print")
+    printed = page.evaluate("""() => Array.from(document.querySelectorAll('.tag_solution')).filter(c =>
+        Array.from(c.querySelectorAll('.cell_input, .cell_output, summary')).some(e => e.getClientRects().length
+        && getComputedStyle(e).visibility !== 'hidden')).length""")
+    page.emulate_media(media="screen")
+    assert printed == 0, f"{printed} solutions (code, output or toggle) show in the print view"
     for i in range(cells.count()):
         cell = cells.nth(i)
         code = cell.locator(".cell_input")
         assert not code.is_visible(), f"solution {i} is visible before a click"
+        outputs = cell.locator(".cell_output")
+        visible = [j for j in range(outputs.count()) if outputs.nth(j).is_visible()]
+        assert visible == [], f"solution {i}'s output is visible before a click: {outputs.first.inner_text()[:80]!r}"
         toggle = cell.locator("summary").first
         assert "Show solution" in toggle.inner_text(), f"solution {i}'s toggle says {toggle.inner_text()!r}"
         toggle.click()
         code.wait_for(state="visible", timeout=5_000)
+        if outputs.count():
+            outputs.first.wait_for(state="visible", timeout=5_000)
         shown = code.inner_text()
         assert "### BEGIN SOLUTION" not in shown and "### END SOLUTION" not in shown, \
             f"solution {i} shows the student-copy markers"
 
 
+def check_dark_scroll_cue(page, path: str) -> None:
+    """In dark mode the scroll cue's shadows are light (a dark shadow on a dark page is invisible)."""
+    shadows = page.evaluate("""() => {
+        const before = document.documentElement.dataset.theme;
+        document.documentElement.dataset.theme = 'dark';
+        const out = Array.from(document.querySelectorAll('.bd-article .cell_output pre, .bd-article div.highlight pre'))
+            .slice(0, 3).map(e => getComputedStyle(e).backgroundImage);
+        document.documentElement.dataset.theme = before;
+        return out; }""")
+    for image in shadows:
+        # the two shadows are the radial gradients; their first colour stop is the shadow
+        radial = re.findall(r"radial-gradient\([^,]*,\s*rgba\((\d+), (\d+), (\d+), ([\d.]+)\)", image)
+        assert len(radial) == 2 and all(int(r) >= 200 and float(a) >= 0.2 for r, _, _, a in radial), \
+            f"{path}: the dark mode scroll cue is not a light shadow: {image[:200]}"
+
+
+def check_header_links(page, path: str) -> None:
+    """The header's repository and report-an-error links are the build clone's (or none at all)."""
+    links = repository_links(ROOT)
+    shown = page.evaluate("""() => {
+        const hrefs = sel => Array.from(document.querySelectorAll(sel)).map(a => a.href);
+        return {repo: hrefs('a.cu-repository-link'), issues: hrefs('a.cu-issues-link')}; }""")
+    if links:
+        assert shown == {"repo": [links["repository"]], "issues": [links["issues"]]}, \
+            f"{path}: header links {shown}, expected {links}"
+    else:
+        assert shown == {"repo": [], "issues": []}, f"{path}: links {shown} though the book has no repository"
+
+
+def check_downloads(page, path: str) -> None:
+    """A chapter's download menu offers the solved notebook and the student copy, and says how to
+    get course_utils; the files are what it says (solutions blanked, no outputs; no solution output)."""
+    menu = page.evaluate("""() => Array.from(document.querySelectorAll('.dropdown-download-buttons .dropdown-menu li'))
+                                  .map(li => ({text: li.textContent.trim().replace(/\\s+/g, ' '),
+                                              href: (li.querySelector('a') || {}).getAttribute
+                                                    ? li.querySelector('a').getAttribute('href') : null}))""")
+    texts = " | ".join(item["text"] for item in menu)
+    assert "Student copy (.ipynb)" in texts and "Solved notebook (.ipynb)" in texts, f"{path}: download menu {texts}"
+    assert "make book" in texts and "make lab" in texts, f"{path}: the menu does not say how to get course_utils"
+    name = Path(path).with_suffix(".ipynb").name
+    student = SITE_ROOT / STUDENT_DIR / name
+    solved = SITE_ROOT / "_sources" / "chapters" / name
+    hrefs = [item["href"] or "" for item in menu]
+    assert any(h.endswith(f"{STUDENT_DIR}/{name}") for h in hrefs), f"{path}: no link to {student.name}: {hrefs}"
+    nb = json.loads(student.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c["outputs"] for c in code), f"{student}: the student copy keeps outputs"
+    assert not any("### BEGIN SOLUTION" in "".join(c["source"]) for c in code), f"{student}: keeps a solution"
+    solved_nb = json.loads(solved.read_text(encoding="utf-8"))
+    shown = [c for c in solved_nb["cells"] if "solution" in c.get("metadata", {}).get("tags", []) and c["outputs"]]
+    assert shown == [], f"{solved}: the solved notebook shows {len(shown)} solution outputs"
+
+
+SITE_ROOT = ROOT / "_build" / "html"
 MARKERS = re.compile(r"NBVAL_IGNORE_OUTPUT|# noqa|### (BEGIN|END) SOLUTION")
 
 
@@ -292,7 +381,7 @@ FIT_CHECK = """() => {
 # lines; a word in a table cell, a code cell or an output never breaks across two lines; on a
 # phone an explorer's text stays at least 9 CSS px, and a figure shown at less than half its
 # design size links to its file (opened full size with a tap).
-SEE_CHECK = r"""phone => {
+SEE_CHECK = r"""({phone, measureFigures, codeFits}) => {
   const article = document.querySelector('.bd-article') || document.querySelector('main');
   const bad = [];
   for (const img of article.querySelectorAll('img')) {
@@ -301,8 +390,22 @@ SEE_CHECK = r"""phone => {
     const off = Math.abs((r.width / r.height) / (img.naturalWidth / img.naturalHeight) - 1);
     if (off > 0.02) bad.push(`picture ${(img.getAttribute('src') || '').slice(-40)} is distorted: `
                              + `aspect ratio ${(100 * off).toFixed(1)} % off`);
-    if (!phone) continue;
     const explorer = img.closest('.cu-explorer');
+    if (!explorer && img.closest('figure') && img.src.includes('/_images/')) {
+      // a static figure: its smallest text as the reader sees it = the size recorded at save time
+      // (CSS px at the design width) x shown width / design width, for the picture shown
+      const phoneShown = (img.currentSrc || '').includes('/_images/phone/');
+      const textPx = +(phoneShown ? img.dataset.phoneTextPx : img.dataset.textPx);
+      const design = +(phoneShown ? img.dataset.phoneWidth : img.dataset.designWidth);
+      const name = (img.getAttribute('src') || '').slice(-24);
+      if (textPx && design) {
+        const shown = textPx * r.width / design;
+        if (shown < 9) bad.push(`figure ${name}: smallest text ${shown.toFixed(1)} CSS px (below 9)`);
+      } else if (measureFigures) {
+        bad.push(`figure ${name}: no recorded text size (execute its notebook with course_utils.plots.book_style)`);
+      }
+    }
+    if (!phone) continue;
     if (explorer) {
       // explorer frames: 2x PNGs; data-text-px is their smallest text at the design width
       // (older outputs without it: the book style's smallest, 9 pt = 12.5 CSS px)
@@ -318,10 +421,22 @@ SEE_CHECK = r"""phone => {
     }
   }
   for (const pre of article.querySelectorAll('.cell_input pre, .cell_output pre, div.highlight pre')) {
-    if (pre.getBoundingClientRect().width === 0) continue;
+    // a closed toggle's content keeps a box but is not laid out (content-visibility: hidden)
+    if (pre.getBoundingClientRect().width === 0 || pre.closest('details:not([open])')) continue;
     const ws = getComputedStyle(pre).whiteSpace;
-    if (!['pre', 'nowrap'].includes(ws))
+    const prose = !!pre.closest('.cu-prose');
+    if (prose) {
+      // printed sentences wrap at the column: never a sideways scroll
+      if (ws !== 'pre-wrap')
+        bad.push(`printed prose keeps long lines (white-space: ${ws}): ${pre.innerText.slice(0, 40)}`);
+      if (pre.scrollWidth > pre.clientWidth + 1)
+        bad.push(`printed prose scrolls sideways: ${pre.innerText.slice(0, 40)}`);
+    } else if (!['pre', 'nowrap'].includes(ws)) {
       bad.push(`a code or output box wraps its lines (white-space: ${ws}): ${pre.innerText.slice(0, 40)}`);
+    }
+    if (codeFits && pre.closest('.cell_input') && pre.scrollWidth > pre.clientWidth + 1)
+      bad.push(`a code cell scrolls sideways by ${pre.scrollWidth - pre.clientWidth} px: `
+               + `${(pre.innerText.split('\n').find(l => l.length > 79) || '').slice(0, 60)}`);
   }
   // a word is broken when its letters lie on more than one line (a break after a hyphen,
   // dash or slash is where a line may end)
