@@ -26,7 +26,15 @@ from .model import (
 )
 from .norm import LayerNorm
 from .training import Callback, StepsTo, TrainConfig, train
-from .validate import check_finite, check_float_tensor, check_int, check_module, check_positive_int, check_rank
+from .validate import (
+    check_finite,
+    check_float_tensor,
+    check_int,
+    check_module,
+    check_positive_int,
+    check_rank,
+    check_seed,
+)
 
 POSITIONALS = ("sinusoidal", "learned", "none")
 
@@ -82,6 +90,9 @@ def build_variant(
     for name, flag in (("residual", residual), ("layer_norm", layer_norm), ("feed_forward", feed_forward)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+    seed = None if seed is None else check_seed("seed", seed)
+    if d_k is not None:
+        d_k = check_positive_int("d_k", d_k)
     # Chapter 9's switch (sinusoidal / learned / none) and the blocks' residual switch
     c = config = dataclasses.replace(config, positional=positional, residual=residual)
     if seed is not None:  # TODO(ch10 notebook): seed with utils.set_seed in the notebook, then drop this

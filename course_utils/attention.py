@@ -76,7 +76,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         # sdpa=True: without weights, use PyTorch's fused F.scaled_dot_product_attention; False: always
         # the explicit softmax(Q K^T / sqrt(d_k)) V above (same maths; which is faster depends on the CPU, Chapter 6)
-        self.sdpa = bool(sdpa)
+        self.sdpa = check_bool("sdpa", sdpa)
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         check_probability("dropout", dropout)

@@ -272,6 +272,7 @@ def reverse_strings_decoder_only(model: DecoderOnly, strings: Sequence[str], ext
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a course_utils.gpt.DecoderOnly, got {type(model).__name__}")
     strings = check_str_list("strings", strings, allow_empty=True)
+    extra = check_positive_int("extra", extra)  # room for the EOS, as in reverse_strings
     out: list[str | None] = [None] * len(strings)
     by_length: dict[int, list[int]] = {}
     for i, s in enumerate(strings):

@@ -50,9 +50,11 @@ from .validate import (
     check_bool,
     check_bool_mask,
     check_broadcast,
+    check_int,
     check_positive_int,
     check_probability,
     check_rank,
+    check_token_ids,
 )
 
 
@@ -274,9 +276,12 @@ def generate(
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    check_rank("prompt", prompt, 2, "(B, T0) of token ids")
+    check_token_ids("prompt", prompt, model.config.vocab_size, "(B, T0) of token ids")
     check_positive_int("max_new_tokens", max_new_tokens)
     check_bool("use_cache", use_cache)
+    if eos_id is not None:
+        check_int("eos_id", eos_id, low=0, high=model.config.vocab_size - 1)
+    check_int("pad_id", pad_id, low=0, high=model.config.vocab_size - 1)
     check_bool("return_cache", return_cache)
     if cache is not None and not use_cache:
         raise ValueError("cache needs use_cache=True (without a cache every step recomputes the whole sequence)")

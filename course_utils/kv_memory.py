@@ -14,7 +14,7 @@ from torch import Tensor
 
 from .gpt import DecoderOnly, generate
 from .model import KVCache
-from .validate import check_positive_int, check_rank
+from .validate import check_positive_int, check_token_ids
 
 # Published decoder configurations (layers, query heads, key/value heads, d_head, context length).
 # The paper's base model: its decoder has N = 6 layers, h = 8 heads of d_k = 64 (Vaswani et al. 2017,
@@ -60,7 +60,9 @@ def generate_into_cache(model: DecoderOnly, prompt: Tensor, n_new: int) -> tuple
     Chapter 8's :func:`~course_utils.gpt.generate` with ``return_cache=True``; the cache then
     holds T0 + n_new - 1 tokens: the last generated token has not been fed yet.
     """
-    check_rank("prompt", prompt, 2, "(B, T0) of token ids")
+    if not isinstance(model, DecoderOnly):
+        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
+    check_token_ids("prompt", prompt, model.config.vocab_size, "(B, T0) of token ids")
     check_positive_int("n_new", n_new)
     new, cache = generate(model, prompt, n_new, temperature=0.0, return_cache=True)
     return torch.cat([prompt, new], dim=1), cache

@@ -104,6 +104,8 @@ class TransformerConfig:
         check_probability("dropout", self.dropout)
         check_bool("norm_first", self.norm_first)
         check_bool("tie_embeddings", self.tie_embeddings)
+        check_bool("fused_layer_norm", self.fused_layer_norm)
+        check_bool("sdpa_attention", self.sdpa_attention)
         check_bool("residual", self.residual)
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
@@ -159,6 +161,8 @@ class EncoderBlock(nn.Module):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
         self.residual = check_bool("residual", residual)
+        check_bool("fused_layer_norm", fused_layer_norm)
+        check_bool("sdpa_attention", sdpa_attention)
         self.placement = "pre" if norm_first else "post"
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -258,6 +262,8 @@ class DecoderBlock(nn.Module):
         super().__init__()
         self.norm_first = check_bool("norm_first", norm_first)
         self.residual = check_bool("residual", residual)
+        check_bool("fused_layer_norm", fused_layer_norm)
+        check_bool("sdpa_attention", sdpa_attention)
         self.placement = "pre" if norm_first else "post"
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)

@@ -18,7 +18,7 @@ from .data import PAD_ID, decode, make_batch
 from .decoding import greedy_decode
 from .model import Transformer
 from .positional import random_positions
-from .validate import check_int, check_module, check_str_list
+from .validate import check_int, check_module, check_seed, check_str_list
 
 __all__ = ["greedy_random_positions", "reverse_with_random_positions"]
 
@@ -48,7 +48,7 @@ def reverse_with_random_positions(
 ) -> list[str]:
     """The model's greedy reversal of each string, with random positions at test time. Chapter 9."""
     strings = check_str_list("strings", strings)
-    seed = check_int("seed", seed)
+    seed = check_seed("seed", seed)
     extra = check_int("extra", extra, low=1)
     src = make_batch(list(strings))[0]  # (B, T_src)
     ids = greedy_random_positions(model, src, src.shape[1] + extra, max_position, torch.Generator().manual_seed(seed))

@@ -9,7 +9,7 @@ from torch import Tensor
 
 from .gpt import DecoderOnly
 from .masks import causal_mask
-from .validate import check_positive_int, check_rank
+from .validate import check_bool_mask, check_positive_int, check_rank, check_token_ids
 
 
 def sliding_window_mask(T: int, window: int, device: torch.device | str | None = None) -> Tensor:
@@ -36,7 +36,8 @@ def masked_logits(model: DecoderOnly, tokens: Tensor, mask: Tensor) -> Tensor:
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    check_rank("tokens", tokens, 2, "(B, T) of token ids")
+    check_token_ids("tokens", tokens, model.config.vocab_size, "(B, T) of token ids")
+    check_bool_mask("mask", mask)
     logits = model(tokens, mask=mask)
     assert isinstance(logits, Tensor)
     return logits  # (B, T, V)

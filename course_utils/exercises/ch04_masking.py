@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..masks import causal_mask, combine_masks, padding_mask
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 _CONVENTION = "The course's convention is a boolean keep-mask: True = attend, False = masked."
 
@@ -283,6 +283,7 @@ def check_mask_experiment(prediction: Any, fn: Callable[[bool, int], float]) -> 
     open_ = measure(fn, "train_next_token", False, 0)
     if masked == open_:
         raise CheckFailed("your two runs give the same loss: does `causal` decide the mask you pass to the block?")
-    masked_line = judge_range(masked, CAUSAL_RUN, what="your masked run")
-    open_line = judge_range(open_, OPEN_RUN, what="your unmasked run")
+    require_own_run(fn, "train_next_token", (False, 0), open_)
+    masked_line = judge_range(masked, CAUSAL_RUN, what="your masked run", show=True)
+    open_line = judge_range(open_, OPEN_RUN, what="your unmasked run", show=True)
     return f"{masked_line} {open_line} {compare_prediction(guess, 'lower', _MASK_WHY)}"

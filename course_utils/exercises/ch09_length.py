@@ -309,6 +309,6 @@ def check_test_positions(fn: Callable[..., Tensor], prediction: Any) -> str:
 
     win = min(exact_match_with_positions(winner, strings(L), table) for L in (3, 10, 20, 40))
     lose = max(exact_match_with_positions(loser, strings(L), table) for L in (3, 10))
-    verdict_win = judge_range(win, WINNER_RANDOM, what="the winner's exact match")
-    verdict_lose = judge_range(lose, LOSER_RANDOM, what="the sinusoidal model's exact match")
+    verdict_win = judge_range(win, WINNER_RANDOM, what="the winner's exact match", show=True)
+    verdict_lose = judge_range(lose, LOSER_RANDOM, what="the sinusoidal model's exact match", show=True)
     return f"{verdict_win} {verdict_lose} {compare_prediction(guess, 'winner same, loser collapses')}"

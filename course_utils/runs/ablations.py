@@ -17,6 +17,7 @@ from ..ablations import build_variant, measurements, measuring_callbacks
 from ..data import VOCAB_SIZE, random_batch
 from ..evaluation import evaluate_by_length
 from ..model import TransformerConfig
+from ..validate import check_bool
 from .core import Recipe, load_asset, run
 from .reversal import FAST_RECIPE
 
@@ -33,6 +34,7 @@ QUICK_BUDGET = {"steps": 150, "warmup": 15, "batch_size": 64}  # --quick: a thir
 
 def ablations_recipe(quick: bool = False) -> Recipe:
     """The full recipe of ``ablations.json``: the baselines' recipe (Chapter 6's fast one) and Table 3's."""
+    check_bool("quick", quick)
     return {"baselines": FAST_RECIPE, "baselines_quick": QUICK_BUDGET if quick else None,
             "table3_base_model": BASE_MODEL, "table3_train": BASE_TRAIN,
             "depth_train": DEPTH_TRAIN, "table3_data": TABLE3_DATA}

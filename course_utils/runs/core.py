@@ -76,7 +76,7 @@ def with_steps(recipe: Recipe, steps: int | None) -> Recipe:
     """A copy of ``recipe`` with ``steps`` training steps and the warm-up capped below them (the one rule)."""
     recipe = copy.deepcopy(recipe)
     if steps is not None:
-        check_positive_int("steps", steps)
+        steps = check_positive_int("steps", steps)  # a NumPy int becomes an int: the recipe stays plain data
         recipe["train"]["steps"] = steps
         recipe["train"]["warmup"] = min(recipe["train"].get("warmup", 0), steps - 1)
     return recipe
