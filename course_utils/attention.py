@@ -14,6 +14,7 @@ from .validate import (
     check_bool_mask,
     check_broadcast,
     check_float_tensor,
+    check_number,
     check_positive_int,
     check_probability,
     check_rank,
@@ -60,7 +61,7 @@ def scaled_dot_product_attention(
             empty = no_key
             scores = scores.masked_fill(empty, 0.0)
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
-    if empty is not None:
+    if empty is not None and mask is not None:
         weights = weights.masked_fill(~mask, 0.0)  # fully masked rows become all zeros
     return weights @ v, weights  # (..., T_q, T_k) x (..., T_k, d_v) -> (..., T_q, d_v)
 
@@ -75,7 +76,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         # sdpa=True: without weights, use PyTorch's fused F.scaled_dot_product_attention; False: always
         # the explicit softmax(Q K^T / sqrt(d_k)) V above (same maths; which is faster depends on the CPU, Chapter 6)
-        self.sdpa = bool(sdpa)
+        self.sdpa = check_bool("sdpa", sdpa)
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         check_probability("dropout", dropout)
@@ -198,3 +199,27 @@ class MultiHeadAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, enable_gqa=grouped)
             weights_out = None
         return self.W_O(self.merge_heads(out)), weights_out  # (B, h, T_q, d_k) -> (B, T_q, d_model)
+
+
+# ---------------------------------------------------------------- attention as kernel regression
+def nadaraya_watson(queries: Tensor, keys: Tensor, values: Tensor, sigma: float) -> tuple[Tensor, Tensor]:
+    """Gaussian-kernel regression: (output (..., T_q, d_v), weights (..., T_q, T_k)). Chapter 1.
+
+    Each query's output is the average of the values weighted by exp(-|q - k_j|^2 / (2 sigma^2)),
+    normalised to sum to 1 (Nadaraya 1964; Watson 1964). Written with explicit squared distances,
+    the way the estimator is usually stated; Chapter 1 shows it is softmax attention on q . k.
+    """
+    check_float_tensor("queries", queries, range(2, 6), "(..., T_q, d)")
+    check_float_tensor("keys", keys, range(2, 6), "(..., T_k, d)")
+    check_float_tensor("values", values, range(2, 6), "(..., T_k, d_v)")
+    sigma = check_number("sigma", sigma, low=0.0, low_open=True)
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"queries and keys must have the same last dimension d, got {tuple(queries.shape)} "
+                         f"and {tuple(keys.shape)}")
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(f"keys and values must have the same number of rows T_k, got {tuple(keys.shape)} "
+                         f"and {tuple(values.shape)}")
+    diff = queries.unsqueeze(-2) - keys.unsqueeze(-3)  # (..., T_q, 1, d) - (..., 1, T_k, d) -> (..., T_q, T_k, d)
+    sq_dist = diff.pow(2).sum(-1)  # (..., T_q, T_k)
+    weights = torch.softmax(-sq_dist / (2 * sigma**2), dim=-1)  # kernel values, normalised over the keys
+    return weights @ values, weights  # (..., T_q, T_k) x (..., T_k, d_v) -> (..., T_q, d_v)

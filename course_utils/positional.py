@@ -4,6 +4,7 @@ schemes at arbitrary per-token positions, a T5-style relative bias and randomize
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -153,17 +154,21 @@ class LearnedPositionalEncoding(nn.Module):
 
 
 # ---------------------------------------------------------------- RoPE (rotary position embedding)
-def rope_tables(T: int, d_k: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+def rope_tables(T: int, d_k: int, base: float = 10000.0, dtype: torch.dtype = torch.float32,
+                scale: float = 1.0) -> tuple[Tensor, Tensor]:
     """(cos, sin), each (T, d_k/2): cos(m w_i), sin(m w_i) for positions m < T, w_i = base^(-2i/d_k). Chapter 2.
 
-    Computed in float64, returned in ``dtype``.
+    Computed in float64, returned in ``dtype``. ``scale`` > 1 is position interpolation (Chen et
+    al., 2023; Chapter 9): position m is rotated as if it were m / scale.
     """
     check_positive_int("T", T)
     check_positive_int("d_k", d_k)
+    scale = check_number("scale", scale, low=0.0, low_open=True)
     if d_k % 2 != 0:
         raise ValueError(f"d_k must be even for RoPE (dimensions are rotated in pairs), got {d_k}")
     inv_freq = pe_frequencies(d_k, base, dtype=torch.float64)  # (d_k / 2,)
-    angles = torch.arange(T, dtype=torch.float64).unsqueeze(1) * inv_freq  # (T, 1) * (d_k/2,) -> (T, d_k/2)
+    positions = torch.arange(T, dtype=torch.float64) / scale  # (T,)
+    angles = positions.unsqueeze(1) * inv_freq  # (T, 1) * (d_k/2,) -> (T, d_k/2)
     return torch.cos(angles).to(dtype), torch.sin(angles).to(dtype)
 
 
@@ -196,6 +201,52 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, offset: int = 0) -> Tensor:
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d_k/2) each: first and second member of each pair
     out = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)  # (..., T, d_k/2, 2)
     return out.flatten(-2)  # (..., T, d_k), pairs interleaved back as (2i, 2i+1)
+
+
+def ntk_base(d_k: int, factor: float, base: float = 10000.0) -> float:
+    """RoPE base for "NTK-aware" scaling by ``factor``: base * factor^(d_k / (d_k - 2)). Chapter 9.
+
+    The slowest pair's angle per position then shrinks by exactly ``factor`` (as position
+    interpolation would), while the fastest pair (i = 0) keeps its angle: short offsets stay sharp.
+    """
+    check_positive_int("d_k", d_k)
+    if d_k % 2 != 0 or d_k < 4:
+        raise ValueError(f"d_k must be even and at least 4 for NTK-aware scaling, got {d_k}")
+    factor = check_number("factor", factor, low=1.0)
+    base = check_number("base", base, low=1.0, low_open=True)
+    return base * factor ** (d_k / (d_k - 2))
+
+
+ROPE_STRETCHES = ("none", "interpolation", "ntk")
+
+
+def stretch_rope(model: nn.Module, method: str, factor: float) -> nn.Module:
+    """A copy of ``model`` whose RoPE tables are stretched by ``factor``, no weight changed. Chapter 9.
+
+    ``method``: "interpolation" divides every position by ``factor`` (Chen et al., 2023); "ntk"
+    raises the base to :func:`ntk_base`; "none" keeps the tables. Every sub-module that holds RoPE
+    tables (``kind == "rope"`` with ``cos``, ``sin`` and ``d_k``) gets new ones of the same length.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if method not in ROPE_STRETCHES:
+        raise ValueError(f"method must be one of {ROPE_STRETCHES}, got {method!r}")
+    factor = check_number("factor", factor, low=1.0)
+    holders = [m for m in model.modules() if getattr(m, "kind", None) == "rope" and hasattr(m, "cos")]
+    if not holders:
+        raise ValueError("model must use RoPE (a sub-module with kind 'rope' and cos/sin tables), found none")
+    stretched = copy.deepcopy(model)
+    for m in stretched.modules():
+        if getattr(m, "kind", None) == "rope" and hasattr(m, "cos"):
+            T, d_k, dtype = m.cos.shape[0], m.d_k, m.cos.dtype
+            if method == "interpolation":
+                cos, sin = rope_tables(T, d_k, dtype=dtype, scale=factor)
+            elif method == "ntk":
+                cos, sin = rope_tables(T, d_k, base=ntk_base(d_k, factor), dtype=dtype)
+            else:
+                cos, sin = rope_tables(T, d_k, dtype=dtype)
+            m.cos, m.sin = cos.to(m.cos.device), sin.to(m.sin.device)
+    return stretched
 
 
 # ---------------------------------------------------------------- ALiBi (attention with linear biases)

@@ -48,6 +48,7 @@ from course_utils.exercises import (
 Row = tuple[str, Callable[..., Any], tuple[Any, ...], str | None]
 ROWS: list[Row] = []
 INPLACE = "in place"
+TYPED_IN = "not a number typed in"  # an experiment's numbers written into the code: the checker re-runs it
 
 
 def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
@@ -163,6 +164,8 @@ wrong("1.3", c1.check_scale_experiment, "1/16, the mean weight", "sharper", lamb
 wrong("1.3", c1.check_scale_experiment, "outside [1/16, 1]", "sharper", lambda d, s, seed: 16 * top_weight_ref(d, s, seed))
 wrong("1.3", c1.check_scale_experiment, "does not grow", "sharper", lambda d, s, seed: top_weight_ref(4, s, seed))
 wrong("1.3", c1.check_scale_experiment, "not one of the choices", "peaky", top_weight_ref)
+wrong("1.3", c1.check_scale_experiment, TYPED_IN, "sharper",
+      lambda d, s, seed: {(4, True): 0.45, (4, False): 0.5, (256, True): 0.26, (256, False): 0.95}[d, s])
 
 
 # ================================================================ 1.4 multi-head attention
@@ -471,6 +474,7 @@ wrong("3.3", c3.check_residual_experiment, "keep a residual connection", "both",
 wrong("3.3", c3.check_residual_experiment, "same number", "both", lambda r, s: deep_stack(True, s))
 wrong("3.3", c3.check_residual_experiment, "NaN", "both", lambda r, s: deep_stack(r, s, lr=0.05))
 wrong("3.3", c3.check_residual_experiment, "not one of the choices", "all", deep_stack)
+wrong("3.3", c3.check_residual_experiment, TYPED_IN, "residual only", lambda r, s: 0.2 if r else 0.97)
 
 
 # ================================================================ 3.4 masked statistics
@@ -579,6 +583,7 @@ wrong("4.3", c4.check_mask_experiment, "Below ln 8 on random tokens", "lower", l
 wrong("4.3", c4.check_mask_experiment, "same loss", "lower", lambda c, s: next_token(True, s))
 wrong("4.3", c4.check_mask_experiment, "really drop the mask", "lower", lambda c, s: next_token(c, s, steps=20))
 wrong("4.3", c4.check_mask_experiment, "not one of the choices", "smaller", next_token)
+wrong("4.3", c4.check_mask_experiment, TYPED_IN, "lower", lambda c, s: 2.08 if c else 0.26)
 
 
 # ================================================================ 4.4 softmax with an additive mask
@@ -1147,3 +1152,124 @@ wrong("2.4", c2.check_alibi_slopes, GENERIC, lambda n: slopes_ref(n) ** 1.05)
 wrong("4.1", c4.check_window_mask, GENERIC, lambda T, w: window_tri(T, w) & (torch.arange(T) < max(T - 1, 1)).view(1, 1, T, 1))
 wrong("5.2", c5.check_mqa_layer_params, GENERIC, lambda d, h, f: mqa_ok(d, h, f) + 1)
 wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)
+
+
+# ================================================================ issue 37 (skips helper): 1.6, 2.6, 3.6, 5.6, 9.6, 10.5
+import test_exercises_ch01 as t1  # noqa: E402
+import test_exercises_ch02 as t2  # noqa: E402
+import test_exercises_ch03 as t3  # noqa: E402
+import test_exercises_ch09 as t9  # noqa: E402
+
+from course_utils.exercises import ch01_kernel as c1k  # noqa: E402
+from course_utils.exercises import ch05_ffn as c5f  # noqa: E402
+from course_utils.exercises import ch09_stretch as c9s  # noqa: E402
+from course_utils.exercises import ch10_debug as c10d  # noqa: E402
+
+
+def _kernel_wrong(norm=0.5, power=2, sign=1.0, dim=-1):
+    return lambda q, k, v, s: torch.softmax(
+        sign * (q @ k.transpose(-2, -1) - norm * k.pow(2).sum(-1).unsqueeze(-2)) / s**power, dim=dim) @ v
+
+
+right("1.6", c1k.check_kernel_attention, t1._kernel_ref)
+right("1.6", c1k.check_kernel_attention, t1._kernel_with_q_norm)
+wrong("1.6", c1k.check_kernel_attention, "only the |q|^2 term", _kernel_wrong(norm=0.0))
+wrong("1.6", c1k.check_kernel_attention, "not |k|^2", _kernel_wrong(norm=1.0))
+wrong("1.6", c1k.check_kernel_attention, "not by sigma", _kernel_wrong(power=1))
+wrong("1.6", c1k.check_kernel_attention, "sign is flipped", _kernel_wrong(sign=-1.0))
+wrong("1.6", c1k.check_kernel_attention, "over the keys", _kernel_wrong(dim=-2))
+wrong("1.6", c1k.check_kernel_attention, "cdist", lambda q, k, v, s: torch.softmax(-torch.cdist(q, k) ** 2 / (2 * s * s), -1) @ v)
+wrong("1.6", c1k.check_kernel_attention, "in place", lambda q, k, v, s: t1._kernel_ref(q.mul_(2), k, v, s))
+
+right("2.6", c2.check_position_from_row, t2._position_loop)
+right("2.6", c2.check_position_from_row, t2._position_numpy)
+wrong("2.6", c2.check_position_from_row, "which turn", lambda r: math.atan2(r[0], r[1]) % (2 * math.pi))
+wrong("2.6", c2.check_position_from_row, "refine it with the fast pair", lambda r: 100 * (math.atan2(r[2], r[3]) % (2 * math.pi)))
+wrong("2.6", c2.check_position_from_row, "atan2(row[0], row[1])", lambda r: t2._position_numpy(torch.stack([r[1], r[0], r[3], r[2]])))
+wrong("2.6", c2.check_position_from_row, "add 2 pi", lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
+    math.atan2(r[0], r[1]), 100 * math.atan2(r[2], r[3])))
+wrong("2.6", c2.check_position_from_row, "1/100", lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
+    math.atan2(r[0], r[1]) % (2 * math.pi), 10 * (math.atan2(r[2], r[3]) % (2 * math.pi))))
+wrong("2.6", c2.check_position_from_row, "in place", lambda r: r.mul_(2).sum().item())
+
+right("3.6", c3.check_identity_init, t3._zero_last)
+right("3.6", c3.check_identity_init, t3._zero_last_init)
+wrong("3.6", c3.check_identity_init, "bias", t3._zero_weight_only)
+wrong("3.6", c3.check_identity_init, "ReLU(0) = 0", t3._zero_all)
+wrong("3.6", c3.check_identity_init, "close to the identity but not equal", t3._shrink)
+wrong("3.6", c3.check_identity_init, "requires_grad=False", t3._freeze_first)
+wrong("3.6", c3.check_identity_init, "keep every branch", t3._new_modules)
+wrong("3.6", c3.check_identity_init, "not its input", lambda stack: None)
+
+right("5.6", c5f.check_ffn_as_memory, lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T))
+right("5.6", c5f.check_ffn_as_memory, lambda f, x: ((x @ f.linear1.weight.T + f.linear1.bias).clamp(min=0),
+                                                    torch.stack(list(f.linear2.weight.unbind(1)))))
+wrong("5.6", c5f.check_ffn_as_memory, "column i of linear2.weight", lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "after the ReLU", lambda f, x: (f.linear1(x), f.linear2.weight.T))
+wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x: (torch.relu(x @ f.linear1.weight.T), f.linear2.weight.T))
+wrong("5.6", c5f.check_ffn_as_memory, "those are the keys", lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x: (F.gelu(f.linear1(x)), f.linear2.weight.T))
+wrong("5.6", c5f.check_ffn_as_memory, "pair (m, values)", lambda f, x: torch.relu(f.linear1(x)))
+wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T))
+
+right("9.6", c9s.check_rope_slowdown, t9._slowdown)
+right("9.6", c9s.check_rope_slowdown, t9._slowdown_measured)
+wrong("9.6", c9s.check_rope_slowdown, "how much faster", lambda d, m, f: 1 / t9._slowdown(d, m, f))
+wrong("9.6", c9s.check_rope_slowdown, "2i/(d_k-2)", lambda d, m, f: t9._slowdown(d, m, f) if m == "interpolation" else f ** (2 * torch.arange(d // 2) / d))
+wrong("9.6", c9s.check_rope_slowdown, "straight line", lambda d, m, f: t9._slowdown(d, m, f) if m == "interpolation" else 1 + (f - 1) * torch.arange(d // 2) / (d // 2 - 1))
+wrong("9.6", c9s.check_rope_slowdown, "keeps the fastest pair", lambda d, m, f: t9._slowdown(d, "interpolation", f))
+wrong("9.6", c9s.check_rope_slowdown, "fastest as much as the slowest", lambda d, m, f: t9._slowdown(d, "ntk", f))
+wrong("9.6", c9s.check_rope_slowdown, "should return a tensor", lambda d, m, f: "slower")
+
+
+def _diagnose(model, V, nan_first=True, leak=True, swap=True, exact=False):
+    tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
+    same = (lambda a, b: torch.equal(a, b)) if exact else (lambda a, b: torch.allclose(a, b, atol=1e-6))
+    with torch.no_grad():
+        out = model(tokens)
+        if nan_first and torch.isnan(out).any():
+            return "float16 overflow"
+        later = tokens.clone()
+        later[:, -1] = (later[:, -1] + 1) % V
+        if leak and not same(model(later)[:, :-1], out[:, :-1]):
+            return "leaking mask"
+        swapped = tokens.clone()
+        swapped[:, [0, 1]] = tokens[:, [1, 0]]
+        if swap and same(model(swapped)[:, 2:], out[:, 2:]):
+            return "missing positions"
+    return "healthy"
+
+
+def _diagnose_loop(model, V):
+    """One probe per position instead of one batch: another right answer."""
+    tokens = torch.arange(6) % V
+    with torch.no_grad():
+        out = model(tokens[None])[0]
+        if out.isnan().any():
+            return "float16 overflow"
+        for t in range(5):
+            changed = tokens.clone()
+            changed[t + 1] = (changed[t + 1] + 3) % V
+            if (model(changed[None])[0][: t + 1] - out[: t + 1]).abs().max() > 1e-5:
+                return "leaking mask"
+        swapped = tokens[[1, 0, 2, 3, 4, 5]]
+        if (model(swapped[None])[0][2:] - out[2:]).abs().max() < 1e-5:
+            return "missing positions"
+    return "healthy"
+
+
+def _diagnose_in_place(model, V):
+    with torch.no_grad():
+        model.W.mul_(1.0001)
+    return _diagnose(model, V)
+
+
+right("10.5", c10d.check_diagnose, _diagnose)
+right("10.5", c10d.check_diagnose, _diagnose_loop)
+wrong("10.5", c10d.check_diagnose, "Look for NaN in the output first", lambda m, V: _diagnose(m, V, nan_first=False))
+wrong("10.5", c10d.check_diagnose, "leakage test", lambda m, V: _diagnose(m, V, leak=False))
+wrong("10.5", c10d.check_diagnose, "Swap two early tokens", lambda m, V: _diagnose(m, V, swap=False))
+wrong("10.5", c10d.check_diagnose, "should return one of", lambda m, V: "nan")
+wrong("10.5", c10d.check_diagnose, "diagnosed as 'healthy'", lambda m, V: "healthy")
+wrong("10.5", c10d.check_diagnose, "diagnosed as 'leaking mask'", lambda m, V: "leaking mask")
+wrong("10.5", c10d.check_diagnose, "in place", _diagnose_in_place)

@@ -269,3 +269,34 @@ def test_gradients_match_torch_with_and_without_fully_masked_rows(gen: torch.Gen
         grads.append([t.grad for t in qkv])
     for ours, theirs in zip(*grads, strict=True):
         torch.testing.assert_close(ours, theirs)
+
+
+# ---------------------------------------------------------------- kernel regression (issue 37)
+def test_nadaraya_watson_is_a_weighted_average_by_gaussian_kernel():
+    import math
+
+    from course_utils.attention import nadaraya_watson
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(3, 2, generator=g), torch.randn(5, 2, generator=g), torch.randn(5, 4, generator=g)
+    out, w = nadaraya_watson(q, k, v, sigma=0.8)
+    for i in range(3):
+        kern = torch.tensor([math.exp(-((q[i] - k[j]) ** 2).sum().item() / (2 * 0.8**2)) for j in range(5)])
+        torch.testing.assert_close(w[i], kern / kern.sum())
+    torch.testing.assert_close(out, w @ v)
+
+
+def test_nadaraya_watson_on_unit_keys_is_dot_product_attention():
+    import math
+
+    from course_utils.attention import nadaraya_watson, scaled_dot_product_attention
+
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(2, 4, 8, generator=g)
+    k = torch.nn.functional.normalize(torch.randn(2, 6, 8, generator=g), dim=-1)
+    v = torch.randn(2, 6, 3, generator=g)
+    sigma = 0.6
+    want = scaled_dot_product_attention(q * math.sqrt(8) / sigma**2, k, v)
+    got = nadaraya_watson(q, k, v, sigma)
+    torch.testing.assert_close(got[1], want[1], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(got[0], want[0], atol=1e-5, rtol=1e-4)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from conftest import stub
 from torch import nn
 
 from course_utils.attention import scaled_dot_product_attention
@@ -15,10 +16,6 @@ from course_utils.exercises.ch01_attention import (
     check_scaled_attention,
     check_softmax,
 )
-
-
-def stub(*args: object, **kwargs: object) -> None:
-    raise NotImplementedError("your code here")
 
 
 def assert_fails_with(result: object, hint: str) -> None:
@@ -283,3 +280,43 @@ def test_scale_experiment_wants_a_prediction_first() -> None:
     assert check_scale_experiment("", top_weight_ref).not_implemented
     assert check_scale_experiment("sharper", stub).not_implemented
     assert_fails_with(check_scale_experiment("peaky", top_weight_ref), "not one of the choices")
+
+
+# ---------------------------------------------------------------- 1.6 Gaussian-kernel regression as attention
+def _kernel_ref(q, k, v, sigma):
+    scores = q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2
+    return torch.softmax(scores / sigma**2, dim=-1) @ v
+
+
+def _kernel_with_q_norm(q, k, v, sigma):
+    """Keeps the |q|^2 term: still right, it cancels in the softmax."""
+    sq = (q.pow(2).sum(-1).unsqueeze(-1) - 2 * q @ k.transpose(-2, -1) + k.pow(2).sum(-1).unsqueeze(-2))
+    return torch.softmax(-sq / (2 * sigma**2), dim=-1) @ v, None
+
+
+def test_kernel_attention_passes_right_answers():
+    from course_utils.exercises.ch01_kernel import check_kernel_attention
+
+    assert check_kernel_attention(_kernel_ref).passed
+    assert check_kernel_attention(_kernel_with_q_norm).passed
+
+
+@pytest.mark.parametrize(("fn", "words"), [
+    (lambda q, k, v, s: torch.softmax(q @ k.transpose(-2, -1) / s**2, -1) @ v, "only the |q|^2 term"),
+    (lambda q, k, v, s: torch.softmax((q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2)) / s**2, -1) @ v,
+     "not |k|^2"),
+    (lambda q, k, v, s: _kernel_ref(q, k, v, s**0.5), "not by sigma"),
+    (lambda q, k, v, s: _kernel_ref(-q, k, v, s) * 0 + torch.softmax(
+        -(q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2) / s**2, -1) @ v, "sign is flipped"),
+    (lambda q, k, v, s: torch.softmax((q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2) / s**2, -2) @ v,
+     "over the keys"),
+    (lambda q, k, v, s: _kernel_ref(q, k, v, 1.0), "hard-coded"),
+    (lambda q, k, v, s: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) @ v, "scaled dot-product"),
+    (lambda q, k, v, s: torch.softmax(-torch.cdist(q, k) ** 2 / (2 * s * s), -1) @ v, "cdist"),
+    (lambda q, k, v, s: _kernel_ref(q.mul_(1), k, v, s) if False else _kernel_ref(q.mul_(2), k, v, s), "in place"),
+])
+def test_kernel_attention_names_mistakes(fn, words):
+    from course_utils.exercises.ch01_kernel import check_kernel_attention
+
+    result = check_kernel_attention(fn)
+    assert not result.passed and not result.not_implemented and words in result.message, result.message

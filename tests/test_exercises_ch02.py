@@ -7,14 +7,10 @@ import math
 
 import pytest
 import torch
+from conftest import fails_with as _fails_with
 
 from course_utils.exercises import ch02_positional as ch02
 from course_utils.positional import alibi_slopes, apply_rope, shift_rotation, sinusoidal_encoding
-
-
-def _fails_with(result, text: str) -> None:
-    assert not result.passed and not result.not_implemented
-    assert text in result.message, result.message
 
 
 # ---------------------------------------------------------------- 2.1
@@ -270,3 +266,42 @@ def test_half_offset_stub_and_prediction():
     assert ch02.check_half_offset(stub, half_table).not_implemented
     assert ch02.check_half_offset("levels off", stub).not_implemented
     _fails_with(ch02.check_half_offset("grows", half_table), "not one of the choices")
+
+
+# ---------------------------------------------------------------- 2.6
+def _position_loop(row):
+    """Search the slow hand's candidates turn by turn: another right answer."""
+    s0, c0, s1, c1 = (float(v) for v in row)
+    fast = math.atan2(s0, c0) % (2 * math.pi)
+    return min((fast + 2 * math.pi * n for n in range(96)),
+               key=lambda p: (math.sin(p / 100) - s1) ** 2 + (math.cos(p / 100) - c1) ** 2)
+
+
+def _position_numpy(row):
+    import numpy as np
+
+    r = np.asarray(row)
+    fast = np.arctan2(r[0], r[1]) % (2 * np.pi)
+    slow = 100 * (np.arctan2(r[2], r[3]) % (2 * np.pi))
+    return np.float64(fast + 2 * np.pi * np.round((slow - fast) / (2 * np.pi)))
+
+
+def test_position_from_row_passes_right_answers():
+    assert ch02.check_position_from_row(_position_loop).passed
+    assert ch02.check_position_from_row(_position_numpy).passed
+
+
+@pytest.mark.parametrize(("fn", "words"), [
+    (lambda r: math.atan2(r[0], r[1]) % (2 * math.pi), "which turn"),
+    (lambda r: 100 * (math.atan2(r[2], r[3]) % (2 * math.pi)), "refine it with the fast pair"),
+    (lambda r: _position_numpy(torch.stack([r[1], r[0], r[3], r[2]])), "atan2(row[0], row[1])"),
+    (lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
+        math.atan2(r[0], r[1]), 100 * math.atan2(r[2], r[3])), "add 2 pi"),
+    (lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
+        math.atan2(r[0], r[1]) % (2 * math.pi), 10 * (math.atan2(r[2], r[3]) % (2 * math.pi))), "1/100"),
+    (lambda r: 2.0, "expected 0"),
+    (lambda r: "p", "should return a number"),
+    (lambda r: r.mul_(2).sum().item(), "in place"),
+])
+def test_position_from_row_names_mistakes(fn, words):
+    _fails_with(ch02.check_position_from_row(fn), words)

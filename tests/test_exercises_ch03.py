@@ -6,6 +6,8 @@ import functools
 
 import pytest
 import torch
+from conftest import fails_with
+from torch import nn
 
 from course_utils.exercises import ch03_norm
 from course_utils.exercises.ch03_norm import (
@@ -13,11 +15,6 @@ from course_utils.exercises.ch03_norm import (
     check_residual_sublayer,
     check_rms_norm,
 )
-
-
-def fails_with(result, hint: str) -> None:
-    assert not result.passed, result.message
-    assert hint in result.message, result.message
 
 
 # ---------------------------------------------------------------- 3.1
@@ -193,3 +190,71 @@ def test_residual_experiment_stub_and_prediction():
     assert ch03_norm.check_residual_experiment(stub, deep_stack).not_implemented
     assert ch03_norm.check_residual_experiment("both", stub).not_implemented
     fails_with(ch03_norm.check_residual_experiment("all", deep_stack), "not one of the choices")
+
+
+# ---------------------------------------------------------------- 3.6
+def _zero_last(stack):
+    with torch.no_grad():
+        for branch in stack:
+            branch[2].weight.zero_()
+            branch[2].bias.zero_()
+
+
+def _zero_last_init(stack):
+    for branch in stack:
+        nn.init.zeros_(branch[-1].weight)
+        nn.init.zeros_(branch[-1].bias)
+    return stack
+
+
+def _zero_weight_only(stack):
+    with torch.no_grad():
+        for branch in stack:
+            branch[2].weight.zero_()
+
+
+def _zero_all(stack):
+    with torch.no_grad():
+        for p in stack.parameters():
+            p.zero_()
+
+
+def _shrink(stack):
+    with torch.no_grad():
+        for p in stack.parameters():
+            p.mul_(0.01)
+
+
+def _freeze_first(stack):
+    _zero_last(stack)
+    for branch in stack:
+        branch[0].weight.requires_grad_(False)
+
+
+def _new_modules(stack):
+    return nn.ModuleList(nn.Identity() for _ in stack)
+
+
+def test_identity_init_passes_right_answers():
+    assert ch03_norm.check_identity_init(_zero_last).passed
+    assert ch03_norm.check_identity_init(_zero_last_init).passed
+
+
+@pytest.mark.parametrize(("fn", "words"), [
+    (_zero_weight_only, "bias"),
+    (_zero_all, "ReLU(0) = 0"),
+    (_shrink, "close to the identity but not equal"),
+    (_freeze_first, "requires_grad=False"),
+    (_new_modules, "keep every branch"),
+    (lambda stack: None, "not its input"),
+])
+def test_identity_init_names_mistakes(fn, words):
+    result = ch03_norm.check_identity_init(fn)
+    assert not result.passed and not result.not_implemented and words in result.message, result.message
+
+
+def test_identity_init_stub_is_not_implemented():
+    def stub(stack):
+        raise NotImplementedError
+
+    assert ch03_norm.check_identity_init(stub).not_implemented

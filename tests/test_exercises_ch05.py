@@ -212,6 +212,7 @@ def test_order_experiment_explains_a_wrong_prediction():
     (lambda p, s: order_ok("sinusoidal", s), "positional='none'"),
     (lambda p, s: order_ok("none", s), "positional='sinusoidal'"),
     (lambda p, s: -order_ok(p, s) - 1, "negative"),
+    (lambda p, s: 0.0 if p == "none" else 0.5, "not a number typed in"),
 ])
 def test_order_experiment_names_mistakes(fn, hint):
     result = check_order_experiment("unchanged", fn)
@@ -226,3 +227,29 @@ def test_order_experiment_stub_and_prediction():
     assert check_order_experiment("unchanged", stub).not_implemented
     result = check_order_experiment("same", order_ok)
     assert not result.passed and "not one of the choices" in result.message
+
+
+# ---------------------------------------------------------------- 5.6 the FFN as keys and values (issue 37)
+def test_ffn_as_memory_passes_right_answers():
+    from course_utils.exercises.ch05_ffn import check_ffn_as_memory
+
+    assert check_ffn_as_memory(lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T)).passed
+    assert check_ffn_as_memory(lambda f, x: (
+        (x @ f.linear1.weight.T + f.linear1.bias).clamp(min=0), torch.stack(list(f.linear2.weight.unbind(1))))).passed
+
+
+@pytest.mark.parametrize(("fn", "words"), [
+    (lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight), "column i of linear2.weight"),
+    (lambda f, x: (f.linear1(x), f.linear2.weight.T), "after the ReLU"),
+    (lambda f, x: (torch.relu(x @ f.linear1.weight.T), f.linear2.weight.T), "b_1"),
+    (lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight), "those are the keys"),
+    (lambda f, x: (torch.nn.functional.gelu(f.linear1(x)), f.linear2.weight.T), "GELU"),
+    (lambda f, x: torch.relu(f.linear1(x)), "pair (m, values)"),
+    (lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T[:4]), "should have shape"),
+    (lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T), "in place"),
+])
+def test_ffn_as_memory_names_mistakes(fn, words):
+    from course_utils.exercises.ch05_ffn import check_ffn_as_memory
+
+    result = check_ffn_as_memory(fn)
+    assert not result.passed and not result.not_implemented and words in result.message, result.message

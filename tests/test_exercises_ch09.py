@@ -1,6 +1,8 @@
 """Chapter 9 checkers: pass the reference, catch typical mistakes with the right hint, report stubs."""
 
+import pytest
 import torch
+from conftest import stub
 from torch import nn
 
 from course_utils.exercises.ch09_length import (
@@ -14,10 +16,6 @@ from course_utils.exercises.ch09_length import (
     unseen_copy_offsets,
 )
 from course_utils.positional import alibi_bias_at, random_positions
-
-
-def stub(*args, **kwargs):
-    raise NotImplementedError("your code here")
 
 
 # ---------------------------------------------------------------- 9.1
@@ -203,3 +201,43 @@ def test_test_positions_mistakes():
     assert not result and "not one of the choices" in result.message
     assert check_test_positions(stub, "both collapse").not_implemented
     assert check_test_positions(random_positions, stub).not_implemented
+
+
+# ---------------------------------------------------------------- 9.6 how much each RoPE pair slows down (issue 37)
+def _slowdown(d_k, method, factor):
+    i = torch.arange(d_k // 2, dtype=torch.float64)
+    return torch.full((d_k // 2,), float(factor)) if method == "interpolation" else factor ** (2 * i / (d_k - 2))
+
+
+def _slowdown_measured(d_k, method, factor):
+    """Measured from the tables: the angle at position 1, trained over stretched."""
+    from course_utils.positional import ntk_base, rope_tables
+
+    kwargs = {"scale": factor} if method == "interpolation" else {"base": ntk_base(d_k, factor)}
+    trained = rope_tables(2, d_k, dtype=torch.float64)
+    stretched = rope_tables(2, d_k, dtype=torch.float64, **kwargs)
+    return torch.atan2(trained[1][1], trained[0][1]) / torch.atan2(stretched[1][1], stretched[0][1])
+
+
+def test_rope_slowdown_passes_right_answers():
+    from course_utils.exercises.ch09_stretch import check_rope_slowdown
+
+    assert check_rope_slowdown(_slowdown).passed
+    assert check_rope_slowdown(_slowdown_measured).passed
+
+
+@pytest.mark.parametrize(("fn", "words"), [
+    (lambda d, m, f: 1 / _slowdown(d, m, f), "how much faster"),
+    (lambda d, m, f: _slowdown(d, m, f) if m == "interpolation" else f ** (2 * torch.arange(d // 2) / d), "2i/(d_k-2)"),
+    (lambda d, m, f: _slowdown(d, m, f) if m == "interpolation" else 1 + (f - 1) * torch.arange(d // 2) / (d // 2 - 1),
+     "straight line"),
+    (lambda d, m, f: _slowdown(d, "interpolation", f), "keeps the fastest pair"),
+    (lambda d, m, f: _slowdown(d, "ntk", f), "fastest as much as the slowest"),
+    (lambda d, m, f: "slower", "should return a tensor"),
+    (lambda d, m, f: torch.ones(d // 2), "differs from the reference"),
+])
+def test_rope_slowdown_names_mistakes(fn, words):
+    from course_utils.exercises.ch09_stretch import check_rope_slowdown
+
+    result = check_rope_slowdown(fn)
+    assert not result.passed and not result.not_implemented and words in result.message, result.message

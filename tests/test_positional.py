@@ -241,3 +241,40 @@ def test_alibi_errors():
         alibi_slopes(2.0)
     with pytest.raises(ValueError, match="T_q must be <= T_k"):
         alibi_bias(2, 5, 3)
+
+
+# ---------------------------------------------------------------- Chapter 9: stretching RoPE (issue 37)
+def test_rope_scale_is_position_interpolation():
+    from course_utils.positional import rope_tables
+
+    cos, sin = rope_tables(9, 8, scale=4.0, dtype=torch.float64)
+    ref_cos, ref_sin = rope_tables(40, 8, dtype=torch.float64)  # position 4 p at scale 1 = position p at 4
+    scaled = rope_tables(40, 8, dtype=torch.float64, scale=4.0)
+    torch.testing.assert_close(scaled[0][::4], ref_cos[:10])
+    torch.testing.assert_close(cos, scaled[0][:9])
+    torch.testing.assert_close(sin, scaled[1][:9])
+
+
+def test_ntk_base_slows_the_slowest_pair_by_the_factor_and_keeps_the_fastest():
+    from course_utils.positional import ntk_base, pe_frequencies
+
+    for d_k, factor in ((16, 4.0), (64, 2.5)):
+        old, new = pe_frequencies(d_k), pe_frequencies(d_k, ntk_base(d_k, factor))
+        assert abs(old[-1].item() / new[-1].item() - factor) < 1e-9
+        assert old[0].item() == new[0].item() == 1.0
+
+
+def test_stretch_rope_replaces_tables_and_leaves_the_model_alone():
+    from course_utils.model import Transformer, TransformerConfig
+    from course_utils.positional import ntk_base, rope_tables, stretch_rope
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(29, 29, d_model=16, n_heads=2, d_ff=16, n_encoder_layers=1,
+                                          n_decoder_layers=1, positional="rope", max_len=20))
+    original = model.positional_scheme.cos.clone()
+    pi, ntk = stretch_rope(model, "interpolation", 4.0), stretch_rope(model, "ntk", 4.0)
+    torch.testing.assert_close(pi.positional_scheme.cos, rope_tables(20, 8, scale=4.0)[0])
+    torch.testing.assert_close(ntk.positional_scheme.sin, rope_tables(20, 8, base=ntk_base(8, 4.0))[1])
+    assert torch.equal(model.positional_scheme.cos, original)
+    same = stretch_rope(model, "none", 4.0)
+    assert torch.equal(same.positional_scheme.cos, original)

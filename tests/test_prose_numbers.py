@@ -83,7 +83,6 @@ ALLOWED: dict[tuple[str, str, str, str], str] = {
 # and then this set is emptied. Same key as ALLOWED.
 PENDING: set[tuple[str, str, str, str]] = {
     ("11_attention_at_scale.ipynb", "4.5", "MiB", "GPT-3 keeps 4.5 MiB per token, so one 2048-token s"),
-    ("12_encoders_images_scaling.ipynb", "85", "%", "The loss is the cross-entropy at the chosen positi"),
 }
 
 

@@ -7,6 +7,7 @@ when the answer matches what a typical wrong implementation would return.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -14,11 +15,12 @@ import torch
 from torch import Tensor
 
 from ..positional import alibi_slopes, apply_rope, rope_tables, shift_rotation, sinusoidal_encoding
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, as_number, call_student, checker, expect_close, expect_tensor, fmt_number
 from .core import as_int as _as_int
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
-__all__ = ["check_alibi_slopes", "check_apply_rope", "check_half_offset", "check_shift_rotation", "check_sinusoidal"]
+__all__ = ["check_alibi_slopes", "check_apply_rope", "check_half_offset", "check_position_from_row",
+           "check_shift_rotation", "check_sinusoidal"]
 
 
 # ---------------------------------------------------------------- 2.1 sinusoidal table, any base, odd d_model
@@ -328,5 +330,64 @@ def check_half_offset(prediction: Any, fn: Callable[[int], int]) -> str:
                                        "closed form) and return the first k below half of PE[0] . PE[0].")
             raise CheckFailed(f"half_offset({d_model}) is not the first offset below half. {hint}")
         got[d_model] = value
-    verdict = judge_range(got[1024] / got[256], HALF_OFFSET_GROWTH, what="your measurement")
+    verdict = judge_range(got[1024] / got[256], HALF_OFFSET_GROWTH, what="your measurement", show=True)
     return f"{verdict} {compare_prediction(guess, 'levels off', _HALF_OFFSET_WHY)}"
+
+
+# ---------------------------------------------------------------- 2.6 reading a position off a d_model = 4 row
+_TWO_PI = 2 * math.pi
+
+
+def _angle(s: float, c: float) -> float:
+    """The angle in [0, 2 pi) whose (sin, cos) is (s, c)."""
+    return math.atan2(s, c) % _TWO_PI
+
+
+def reference_position_from_row(row: Tensor) -> float:
+    """p from the rounded row (sin p, cos p, sin p/100, cos p/100): the slow hand gives the turn, the fast one p."""
+    s0, c0, s1, c1 = (float(v) for v in row)
+    coarse = _angle(s1, c1) / 0.01  # good to a fraction of a position
+    fine = _angle(s0, c0)  # exact up to whole turns of 2 pi
+    return fine + _TWO_PI * round((coarse - fine) / _TWO_PI)
+
+
+def _position_mistakes(row: Tensor) -> dict[str, float]:
+    s0, c0, s1, c1 = (float(v) for v in row)
+    return {
+        "The first pair is a fast hand: it turns once every 2 pi (about 6.28) positions, so its angle alone "
+        "only gives p up to whole turns. Use the slow pair to find which turn p is in.": _angle(s0, c0),
+        "The slow pair alone is right to within a few tenths of a position once the row is rounded to three "
+        "decimals; refine it with the fast pair (which turn from the slow hand, where in that turn from the "
+        "fast one).": _angle(s1, c1) / 0.01,
+        "The row stores (sin, cos): the angle is atan2(sin, cos) = atan2(row[0], row[1]), not "
+        "atan2(row[1], row[0]).": (lambda f, c: f + _TWO_PI * round((c - f) / _TWO_PI))(
+            math.atan2(c0, s0) % _TWO_PI, (math.atan2(c1, s1) % _TWO_PI) / 0.01),
+        "atan2 returns angles in (-pi, pi]: add 2 pi to a negative one before dividing by the frequency, "
+        "or positions past half a turn come out negative.": (lambda f, c: f + _TWO_PI * round((c - f) / _TWO_PI))(
+            math.atan2(s0, c0), math.atan2(s1, c1) / 0.01),
+        "The second pair's frequency is 10000^(-2i/d_model) with i = 1 and d_model = 4, that is 1/100; "
+        "you divided by 10000^(-1/4) = 0.1.": (lambda f, c: f + _TWO_PI * round((c - f) / _TWO_PI))(
+            _angle(s0, c0), _angle(s1, c1) / 0.1),
+    }
+
+
+POSITIONS_26 = (0.0, 1.0, 2.0, 4.0, 7.3, 42.0, 100.0, 314.2, 471.9, 599.5)
+
+
+@checker("2.6", "reading the position off a d_model = 4 row")
+def check_position_from_row(fn: Callable[[Tensor], Any]) -> str:
+    """Check ``fn(row)``: the position p in [0, 600) whose d_model = 4 row, rounded to 3 decimals, is ``row``."""
+    for p in POSITIONS_26:
+        row = torch.tensor([math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)],
+                           dtype=torch.float64).round(decimals=3)
+        answer = call_student(fn, row.clone(), what="my_position_from_row")
+        got = as_number(answer, f"my_position_from_row(PE[{p:g}])")
+        if abs(got - p) <= 0.01:
+            continue
+        for hint, wrong in _position_mistakes(row).items():
+            if abs(got - wrong) <= 1e-6 and abs(wrong - p) > 0.01:
+                raise CheckFailed(f"my_position_from_row(PE[{p:g}]) returned {fmt_number(got)}. {hint}")
+        raise CheckFailed(f"my_position_from_row(PE[{p:g}]) returned {fmt_number(got)}, expected {p:g} "
+                          "(within 0.01). Read each pair as a clock hand: its angle is atan2(sin, cos) in [0, 2 pi), "
+                          "divided by the pair's frequency.")
+    return f"{len(POSITIONS_26)} positions from 0 to {POSITIONS_26[-1]:g} read back within 0.01."

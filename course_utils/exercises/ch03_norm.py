@@ -16,10 +16,10 @@ from torch import Tensor, nn
 
 from ..norm import masked_feature_stats, residual_sublayer
 from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
-__all__ = ["check_masked_stats", "check_residual_experiment", "check_residual_sublayer", "check_rms_norm",
-           "check_stream_growth"]
+__all__ = ["check_identity_init", "check_masked_stats", "check_residual_experiment", "check_residual_sublayer",
+           "check_rms_norm", "check_stream_growth", "run_residual_stack"]
 
 
 # ---------------------------------------------------------------- 3.1 RMS norm
@@ -258,6 +258,80 @@ def check_residual_experiment(prediction: Any, fn: Callable[[bool, int], float])
     resid = measure(fn, "train_deep_stack", True, 0)
     if plain == resid:
         raise CheckFailed("your two runs give the same number: does `residual` change the forward pass?")
-    plain_line = judge_range(plain, PLAIN_STACK, what="your plain run")
-    resid_line = judge_range(resid, RESIDUAL_STACK, what="your residual run")
+    require_own_run(fn, "train_deep_stack", (True, 0), resid)
+    plain_line = judge_range(plain, PLAIN_STACK, what="your plain run", show=True)
+    resid_line = judge_range(resid, RESIDUAL_STACK, what="your residual run", show=True)
     return f"{plain_line} {resid_line} {compare_prediction(guess, 'residual only', _RESIDUAL_WHY)}"
+
+
+# ---------------------------------------------------------------- 3.6 a deep residual stack that starts as the identity
+def _branch_stack(depth: int, width: int, seed: int) -> nn.ModuleList:
+    """``depth`` residual branches Linear(width, 2 width) -> ReLU -> Linear(2 width, width), seeded."""
+    torch.manual_seed(seed)
+    return nn.ModuleList(nn.Sequential(nn.Linear(width, 2 * width), nn.ReLU(), nn.Linear(2 * width, width))
+                         for _ in range(depth))
+
+
+def run_residual_stack(stack: nn.ModuleList, x: Tensor) -> Tensor:
+    """h <- h + branch(h) for every branch of ``stack``: the stack Exercise 3.6 initialises. Chapter 3."""
+    h = x
+    for branch in stack:
+        h = h + branch(h)
+    return h
+
+
+def _same_structure(stack: nn.ModuleList, depth: int, width: int) -> bool:
+    return (isinstance(stack, nn.ModuleList) and len(stack) == depth and all(
+        isinstance(b, nn.Sequential) and len(b) == 3 and isinstance(b[0], nn.Linear) and isinstance(b[2], nn.Linear)
+        and tuple(b[0].weight.shape) == (2 * width, width) and tuple(b[2].weight.shape) == (width, 2 * width)
+        for b in stack))
+
+
+@checker("3.6", "a deep stack that starts as the identity")
+def check_identity_init(fn: Callable[[nn.ModuleList], Any]) -> str:
+    """Check ``fn(stack)``: re-initialises the residual branches in place so the stack is the identity, yet trains."""
+    for depth, width, seed in [(6, 8, 0), (16, 12, 1), (1, 5, 2)]:
+        stack = _branch_stack(depth, width, seed)
+        returned = call_student(fn, stack, what="my_identity_init", may_modify=True)
+        if isinstance(returned, nn.ModuleList):
+            stack = returned
+        if not _same_structure(stack, depth, width):
+            raise CheckFailed("my_identity_init must keep every branch as it is (Linear, ReLU, Linear of the same "
+                              "shapes) and only change parameter values, in place.")
+        gen = torch.Generator().manual_seed(10 + seed)
+        x = torch.randn(32, width, generator=gen)  # (tokens, width)
+        target = torch.randn(32, width, generator=gen)
+        with torch.no_grad():
+            y = run_residual_stack(stack, x)
+        if not close(y, x, atol=1e-6, rtol=0.0):
+            shift = y - x
+            if close(shift, shift[:1].expand_as(shift), atol=1e-6, rtol=0.0):
+                raise CheckFailed(f"With {depth} blocks the stack adds the same vector to every input: a bias is "
+                                  "still there. A branch outputs zero only when its last layer's weight *and* "
+                                  "bias are zero.")
+            if (shift.abs().max() / x.abs().max()).item() < 0.1:
+                raise CheckFailed(f"With {depth} blocks the stack is close to the identity but not equal to it: "
+                                  "small weights only make each branch's output small. Make the branch output "
+                                  "exactly zero.")
+            raise CheckFailed(f"With {depth} blocks the stack's output is not its input. A residual block "
+                              "h + branch(h) is the identity exactly when its branch outputs zero for every h.")
+        optimizer = torch.optim.SGD(stack.parameters(), lr=0.05)
+        for step in range(2):
+            optimizer.zero_grad()
+            loss = (run_residual_stack(stack, x) - target).pow(2).mean()
+            loss.backward()
+            moved = [b[2].weight.grad is not None and b[2].weight.grad.abs().sum().item() > 0 for b in stack]
+            first = [b[0].weight.grad is not None and b[0].weight.grad.abs().sum().item() > 0 for b in stack]
+            if step == 0 and not all(moved):
+                raise CheckFailed("The last layer of a branch gets no gradient: its gradient is (what flows back) "
+                                  "times ReLU(first layer), so zeroing the first layer as well (ReLU(0) = 0) "
+                                  "freezes the branch for good. Zero only the last layer; keep the first random.")
+            if step == 1 and not all(first):
+                raise CheckFailed("After one step the first layers still get no gradient: did you freeze them "
+                                  "(requires_grad=False) or zero them too? Only the last layer starts at zero.")
+            optimizer.step()
+        if not all(p.requires_grad for p in stack.parameters()):
+            raise CheckFailed("Every parameter must stay trainable (requires_grad=True): the point is a stack that "
+                              "starts as the identity and then learns.")
+    return ("Each stack is exactly the identity at the start, and after one step every layer receives a "
+            "gradient: the blocks will learn corrections to their inputs.")
