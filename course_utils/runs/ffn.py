@@ -13,7 +13,8 @@ from torch import Tensor
 
 from ..charlm import CharVocab
 from ..ffn import swap_ffn_activation
-from ..modern import ModernLM, ModernLMConfig, bits_per_char, charlm_data, count_parameters, train_lm
+from ..modern import ModernLM, ModernLMConfig, bits_per_char, count_parameters
+from .modern import charlm_data, train_lm
 from ..validate import check_choice, check_int
 from .core import load_asset, seeded
 from .modern import MODERN_BLOCK_RECIPE
