@@ -1,8 +1,8 @@
 """Benchmark: Chapter 11's modern block against the 2017 block on the character LM; ends with one JSON line.
 
 Usage:
-    python benchmarks/modern_block.py              # every row; writes course_utils/assets/modern_block.json
-    python benchmarks/modern_block.py --no-save    # print only
+    python benchmarks/modern_block.py              # every row; prints the record
+    python benchmarks/modern_block.py --write      # and writes course_utils/assets/modern_block.json
 
 Every row trains one ModernLM from scratch with MODERN_BLOCK_RECIPE (same data, seed, steps,
 batch and schedule) on one CPU thread and scores validation bits per character. Rows: the 2017
@@ -31,7 +31,7 @@ from course_utils.runs.modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE, run
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-save", action="store_true", help="do not write the asset")
+    parser.add_argument("--write", action="store_true", help="write the shipped result (default: print only)")
     args = parser.parse_args()
     torch.set_num_threads(MODERN_BLOCK_RECIPE["threads"])
     start = time.process_time()
@@ -52,7 +52,7 @@ def main() -> None:
                   f"  (seed {seed})", flush=True)
     result = {"rows": rows, "spread": spread, "cpu_seconds_total": round(time.process_time() - start, 1),
               "torch": torch.__version__, "machine": platform.machine(), "recipe": MODERN_BLOCK_RECIPE}
-    if not args.no_save:
+    if args.write:
         asset_path(MODERN_BLOCK_FILE).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
 

@@ -1,12 +1,12 @@
 """Benchmark: Chapter 12's scaling laws in miniature; prints one line per run and ends with one JSON line.
 
 Usage:
-    python benchmarks/scaling.py --threads 1            # every run (writes course_utils/assets/scaling.json)
-    python benchmarks/scaling.py --quick --no-save      # 60 steps per run: a smoke test
+    python benchmarks/scaling.py --threads 1 --write    # every run; --write rewrites course_utils/assets/scaling.json
+    python benchmarks/scaling.py --quick                # 60 steps per run: a smoke test (never written)
 
 Trains the character LM of Chapter 8 at every size of ``SCALING_RECIPE`` for the same number
 of steps, and its base size for several numbers of steps; fits validation loss against
-parameters and against compute with a power law. The JSON record holds the runs, the fits
+parameters and against training tokens with a power law. The JSON record holds the runs, the fits
 and the recipe (key ``recipe``, compared with the code's by the freshness check).
 Timings are CPU seconds of the process (``time.process_time``).
 """
@@ -23,15 +23,15 @@ from pathlib import Path
 import torch
 
 from course_utils.runs import asset_path
-from course_utils.runs.scaling import SCALING_FILE
-from course_utils.scaling import SCALING_RECIPE, fit_power_law, train_sized_lm
+from course_utils.runs.scaling import SCALING_FILE, SCALING_RECIPE, run_size
+from course_utils.scaling import fit_power_law
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--quick", action="store_true", help="60 steps per run, for a smoke test")
-    parser.add_argument("--no-save", action="store_true", help="do not write the asset")
+    parser.add_argument("--write", action="store_true", help="write the asset (course_utils/assets/scaling.json)")
     parser.add_argument("--out", type=Path, default=asset_path(SCALING_FILE))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -41,7 +41,7 @@ def main() -> None:
 
     sizes = []
     for size in recipe["sizes"]:
-        run = train_sized_lm(size, 60 if quick else recipe["size_steps"], recipe)
+        run = run_size(size, 60 if quick else recipe["size_steps"], recipe)
         sizes.append(run)
         print(f"size d_model={run['d_model']:3d} N={run['n_layers']} params={run['params']:7d} "
               f"bits/char={run['val_bits_per_char']:.3f} cpu={run['cpu_seconds']:.0f}s", flush=True)
@@ -50,21 +50,21 @@ def main() -> None:
         if steps == recipe["size_steps"] and recipe["base"] in recipe["sizes"] and not quick:
             run = sizes[recipe["sizes"].index(recipe["base"])]  # the same run, already trained
         else:
-            run = train_sized_lm(recipe["base"], 60 + steps // 100 if quick else steps, recipe)
+            run = run_size(recipe["base"], 60 + steps // 100 if quick else steps, recipe)
         lengths.append(run)
         print(f"length steps={run['steps']:5d} tokens={run['tokens']:8d} "
               f"bits/char={run['val_bits_per_char']:.3f} cpu={run['cpu_seconds']:.0f}s", flush=True)
 
     by_params = fit_power_law([r["params"] for r in sizes], [r["val_bits_per_char"] for r in sizes])
-    by_compute = fit_power_law([r["compute"] for r in lengths], [r["val_bits_per_char"] for r in lengths])
+    by_tokens = fit_power_law([r["tokens"] for r in lengths], [r["val_bits_per_char"] for r in lengths])
     record = {
         "sizes": sizes,
         "lengths": lengths,
         "exponent": round(by_params.exponent, 4),
         "exponent_se": round(by_params.exponent_se, 4),
         "coefficient": round(by_params.coefficient, 4),
-        "compute_exponent": round(by_compute.exponent, 4),
-        "compute_exponent_se": round(by_compute.exponent_se, 4),
+        "tokens_exponent": round(by_tokens.exponent, 4),  # loss against training tokens, one model size
+        "tokens_exponent_se": round(by_tokens.exponent_se, 4),
         "cpu_seconds": round(time.process_time() - start_cpu, 1),
         "wall_seconds": round(time.perf_counter() - start_wall, 1),
         "threads": args.threads,
@@ -72,7 +72,7 @@ def main() -> None:
         "torch": torch.__version__,
         "recipe": recipe,
     }
-    if not (args.no_save or quick):
+    if args.write and not quick:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 

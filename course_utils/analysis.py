@@ -113,6 +113,7 @@ def diagonal_reference(lengths: Tensor, T: int) -> Tensor:
     With it, ``offset_mass`` measures offsets key - query (0 = itself, -1 = the previous token).
     """
     T = check_positive_int("T", T)
+    check_rank("lengths", lengths, 1, "(B,)")
     if isinstance(lengths, Tensor) and lengths.numel() and int(lengths.max()) > T:
         raise ValueError(f"lengths must be at most T={T}, got {int(lengths.max())}")
     return copy_targets(lengths, T)

@@ -61,7 +61,7 @@ def scaled_dot_product_attention(
             empty = no_key
             scores = scores.masked_fill(empty, 0.0)
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
-    if empty is not None:
+    if empty is not None and mask is not None:
         weights = weights.masked_fill(~mask, 0.0)  # fully masked rows become all zeros
     return weights @ v, weights  # (..., T_q, T_k) x (..., T_k, d_v) -> (..., T_q, d_v)
 
@@ -76,7 +76,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         # sdpa=True: without weights, use PyTorch's fused F.scaled_dot_product_attention; False: always
         # the explicit softmax(Q K^T / sqrt(d_k)) V above (same maths; which is faster depends on the CPU, Chapter 6)
-        self.sdpa = bool(sdpa)
+        self.sdpa = check_bool("sdpa", sdpa)
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
         check_probability("dropout", dropout)

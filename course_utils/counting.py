@@ -77,6 +77,7 @@ def paper_config(size: str = "base", vocab_size: int = 37000) -> TransformerConf
     if size not in sizes:
         raise ValueError(f"size must be 'base' or 'big', got {size!r}")
     d_model, n_heads, d_ff = sizes[size]
+    check_positive_int("vocab_size", vocab_size)
     return TransformerConfig(
         src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
         n_encoder_layers=6, n_decoder_layers=6, dropout=0.1, max_len=512, tie_embeddings=True,

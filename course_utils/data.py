@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .validate import check_positive_int, check_rank, check_str_list
+from .validate import check_positive_int, check_rank, check_str_list, check_token_ids
 
 PAD_ID, SOS_ID, EOS_ID = 0, 1, 2
 SEP_ID = SOS_ID  # the separator of the one-sequence layout (Chapter 8)
@@ -66,12 +66,12 @@ def decode(ids: Sequence[int] | Tensor) -> str:
         ids = ids.tolist()
     out = []
     for pos, i in enumerate(ids):
-        if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < VOCAB_SIZE:
+        if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= int(i) < VOCAB_SIZE:
             raise ValueError(f"ids[{pos}] must be an int token id in [0, {VOCAB_SIZE}), got {i!r}")
         if i == EOS_ID:
             break
-        if i >= FIRST_LETTER_ID:
-            out.append(ITOS[i])
+        if int(i) >= FIRST_LETTER_ID:
+            out.append(ITOS[int(i)])
     return "".join(out)
 
 
@@ -162,6 +162,7 @@ def random_batch(
     batch_size: int, min_len: int, max_len: int, generator: torch.Generator | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
     """A random reversal batch (src, tgt_in, tgt_out), sampled with tensor ops only. Chapter 6."""
+    check_positive_int("batch_size", batch_size)
     ids, lengths = random_letter_ids(batch_size, min_len, max_len, generator)
     return batch_from_ids(ids, lengths)
 
@@ -172,8 +173,11 @@ def one_sequence_batch(ids: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     Row with n letters: inputs = ``src SEP rev`` then PAD, targets = n PADs (source part, no
     loss), then ``rev EOS``, then PAD. Padding sits at the end, where causality hides it.
     """
-    check_rank("ids", ids, 2, "(B, T) letter ids")
+    check_token_ids("ids", ids, VOCAB_SIZE, "(B, T) letter ids")
     check_rank("lengths", lengths, 1, "(B,)")
+    if lengths.numel() == 0 or lengths.shape[0] != ids.shape[0]:
+        raise ValueError(f"lengths must hold one length per row of ids ({ids.shape[0]}), got shape "
+                         f"{tuple(lengths.shape)}")
     B = ids.shape[0]
     n_max = int(lengths.max())
     width = 2 * n_max + 1

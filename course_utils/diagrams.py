@@ -219,10 +219,19 @@ def draw_transformer_phone() -> Figure:
     """
     scale = 7.6 / 12.1  # inches per data unit of the wide drawing
     widths = [hi - lo for _, (lo, hi) in PHONE_HALVES]
-    fig, axes = plt.subplots(2, 1, figsize=(max(widths) * scale, 2 * 8.6))
-    for ax, (_, (lo, hi)) in zip(axes, PHONE_HALVES, strict=True):
+    # the encoder half ends above its output line, with the base model's sizes just above it
+    enc_top = 2.75 + 2 * SUBLAYER_H + 0.25 + 0.45
+    ranges = [(-0.3, enc_top + 2.2), (-0.3, 13.2)]
+    heights = [hi - lo for lo, hi in ranges]
+    fig, axes = plt.subplots(2, 1, figsize=(max(widths) * scale, sum(heights) * 8.6 / 13.5),
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (_, (lo, hi)), (bottom, top) in zip(axes, PHONE_HALVES, ranges, strict=True):
         draw_transformer(ax=ax)
         ax.set_xlim(lo, hi)
+        ax.set_ylim(bottom, top)
+        for text in ax.texts:
+            if text.get_text().startswith("Base model"):
+                text.set_y(enc_top + 1.35)
         for artist in ax.get_children():
             artist.set_clip_on(True)
         for text in ax.texts:

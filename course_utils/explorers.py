@@ -30,7 +30,7 @@ from .interactive import Explorer, choice, explore, float_slider, int_slider, ph
 from .masks import padding_mask
 from .plots import BOOK_RC, attention_grid
 from .positional import sinusoidal_encoding
-from .validate import check_int, check_positive_int, check_str_list
+from .validate import check_int, check_number, check_positive_int, check_str_list
 
 MAX_INPUT = 24  # longest input the live text boxes accept (the pictures stay legible)
 
@@ -114,6 +114,9 @@ def next_token_table(model: nn.Module, word: str, temperature: float = 1.0,
 
     Row t is the distribution the sampler draws from after the greedy prefix up to step t.
     """
+    check_number("temperature", temperature, low=0.0, low_open=True)
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
     src, _, _ = make_batch([_check_input(word)])
     out = greedy_decode(model, src, max_len=len(word) + 2)[0].tolist()  # (T_out,) ids, EOS included
     if EOS_ID in out:
@@ -127,6 +130,8 @@ def next_token_table(model: nn.Module, word: str, temperature: float = 1.0,
 @_book_figure
 def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n_samples: int = 8) -> Figure:
     """Next-token probabilities along the greedy output, and ``n_samples`` sampled outputs. Chapter 6."""
+    check_positive_int("n_samples", n_samples)
+    check_positive_int("top_k", top_k)
     probs, out = next_token_table(model, word, temperature, top_k)
     samples = sample_reversals(model, word, n=n_samples, temperature=temperature, top_k=top_k,
                                generator=torch.Generator().manual_seed(0))

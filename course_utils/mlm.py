@@ -6,19 +6,16 @@ decoder-only model. Chapter 12.
 
 from __future__ import annotations
 
-import copy
 import math
-import time
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from .charlm import CharVocab, lm_batch, load_corpus, train_val_ids
 from .model import EncoderBlock
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding
 from .validate import (
+    check_bool,
     check_finite,
     check_float_tensor,
     check_int,
@@ -26,20 +23,10 @@ from .validate import (
     check_number,
     check_positive_int,
     check_rank,
+    check_token_ids,
 )
 
 IGNORE = -100  # target of a position that is not scored (cross_entropy's ignore_index)
-
-# About 30 CPU s of training on one thread; the model is Chapter 8's char LM without its causal mask. The
-# chapter reads the run made with this recipe (course_utils.runs.mlm) and retraces its first steps live.
-MLM_RECIPE: dict[str, Any] = {
-    "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 3, "max_len": 64},
-    "train": {"steps": 600, "lr": 3e-3, "warmup": 50, "min_lr": 3e-4, "weight_decay": 0.01, "clip": 1.0},
-    "batch_size": 32,
-    "block_size": 64,
-    "mask_rate": 0.15,  # BERT: 15 % of positions are chosen; of those 80 % [MASK], 10 % random, 10 % kept
-    "seed": 0,
-}
 
 
 def bert_mask(ids: Tensor, vocab_size: int, mask_id: int, rate: float = 0.15,
@@ -51,10 +38,12 @@ def bert_mask(ids: Tensor, vocab_size: int, mask_id: int, rate: float = 0.15,
     is with 0.1 (Devlin et al. 2019, section 3.1). Targets hold the original id at chosen
     positions, so the loss is computed on them only.
     """
-    check_rank("ids", ids, 2, "(B, T) of token ids")
     check_positive_int("vocab_size", vocab_size)
+    check_token_ids("ids", ids, vocab_size, "(B, T) of character ids ([MASK] is not an input id)")
     check_int("mask_id", mask_id, low=vocab_size)  # [MASK] is an id of its own, after the characters
     check_number("rate", rate, 0.0, 1.0)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     chosen = torch.rand(ids.shape, generator=generator) < rate  # (B, T)
     action = torch.rand(ids.shape, generator=generator)  # (B, T): < 0.8 mask, < 0.9 random, else keep
     random_ids = torch.randint(0, vocab_size, ids.shape, generator=generator)  # (B, T)
@@ -112,48 +101,6 @@ def masked_loss(logits: Tensor, targets: Tensor) -> Tensor:
                                        ignore_index=IGNORE)
 
 
-def train_mlm(recipe: dict[str, Any] | None = None, steps: int | None = None,
-              progress: bool = True, stop_after: int | None = None) -> tuple[EncoderOnlyLM, dict[str, Any]]:
-    """Train the masked-language model from scratch; return (model, log with the loss per step). Chapter 12.
-
-    ``steps`` shortens the whole run (its warm-up and cosine decay shrink with it); ``stop_after``
-    keeps the recipe's schedule and stops after that many steps, so a short run retraces the
-    first steps of the full one (same seed, same batches, same learning rates).
-    """
-    from .training import Callback, TrainConfig, train
-
-    if recipe is not None and (not isinstance(recipe, dict) or set(MLM_RECIPE) - set(recipe)):
-        raise ValueError(f"recipe must be a dict with the keys {sorted(MLM_RECIPE)}, got {recipe!r:.60}")
-    recipe = copy.deepcopy(recipe or MLM_RECIPE)
-    if steps is not None:
-        recipe["train"]["steps"] = check_positive_int("steps", steps)
-        recipe["train"]["warmup"] = min(recipe["train"]["warmup"], steps // 4)
-    if stop_after is not None:
-        check_int("stop_after", stop_after, low=1, high=recipe["train"]["steps"])
-
-    class StopAfter(Callback):  # ends training after ``stop_after`` steps of the full schedule
-        def after_step(self, step: int, model: nn.Module, history: Any) -> bool:
-            return step >= stop_after
-
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, _ = train_val_ids(text, vocab)
-    torch.manual_seed(recipe["seed"])
-    model = EncoderOnlyLM(len(vocab), **recipe["model"])
-    generator = torch.Generator().manual_seed(recipe["seed"])
-    B, T = recipe["batch_size"], recipe["block_size"]
-
-    def batch(step: int) -> tuple[Tensor, Tensor]:
-        windows, _ = lm_batch(train_ids, B, T, generator)  # (B, T); the shifted targets are not needed
-        return bert_mask(windows, len(vocab), model.mask_id, recipe["mask_rate"], generator)
-
-    cpu = time.process_time()
-    history = train(model, batch, TrainConfig(optimizer="adamw", **recipe["train"]), loss_fn=masked_loss,
-                    progress=progress, callbacks=[StopAfter()] if stop_after is not None else [])
-    return model, {"loss_nats": history.losses, "cpu_seconds": time.process_time() - cpu,
-                   "wall_seconds": history.seconds, "recipe": recipe}
-
-
 def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
     """The first n consecutive windows (n, block_size) of the validation ids. Chapter 12."""
     check_positive_int("n", n), check_positive_int("block_size", block_size), check_rank("val_ids", val_ids, 1, "(N,)")
@@ -163,15 +110,37 @@ def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
     return val_ids[: n * block_size].reshape(n, block_size)  # (n, T)
 
 
-@torch.no_grad()
-def masked_accuracy(model: EncoderOnlyLM, windows: Tensor, rate: float = 0.15, seed: int = 0) -> float:
-    """Share of chosen positions (BERT's rule, seeded) predicted right (arg-max). Chapter 12."""
+def _check_encoder(model: object) -> EncoderOnlyLM:
     if not isinstance(model, EncoderOnlyLM):
         raise TypeError(f"model must be an EncoderOnlyLM, got {type(model).__name__}")
+    return model
+
+
+@torch.no_grad()
+def masked_accuracy(model: EncoderOnlyLM, windows: Tensor, rate: float = 0.15, seed: int = 0) -> float:
+    """Share of chosen positions (BERT's rule, seeded) predicted right (arg-max), all kinds together. Chapter 12."""
+    return masked_accuracy_by_kind(model, windows, rate, seed)["all"][0]
+
+
+@torch.no_grad()
+def masked_accuracy_by_kind(model: EncoderOnlyLM, windows: Tensor, rate: float = 0.15,
+                            seed: int = 0) -> dict[str, tuple[float, int]]:
+    """Accuracy and count of the chosen positions by what the input shows there. Chapter 12.
+
+    Keys: "mask" (the input shows [MASK]), "random" (another character), "kept" (its own
+    character, so the answer is in the input) and "all"; each maps to (accuracy, positions).
+    """
+    model = _check_encoder(model)
+    check_token_ids("windows", windows, model.vocab_size, "(n, T) of character ids")
+    check_int("seed", seed)
     model.eval()
     inputs, targets = bert_mask(windows, model.vocab_size, model.mask_id, rate, torch.Generator().manual_seed(seed))
     scored = targets != IGNORE
-    return float((model(inputs).argmax(-1)[scored] == targets[scored]).float().mean())
+    right = model(inputs).argmax(-1) == targets  # (n, T)
+    kinds = {"mask": scored & (inputs == model.mask_id), "random": scored & (inputs != model.mask_id)
+             & (inputs != windows), "kept": scored & (inputs == windows), "all": scored}
+    return {k: (float(right[where].float().mean()) if bool(where.any()) else float("nan"), int(where.sum()))
+            for k, where in kinds.items()}
 
 
 @torch.no_grad()
@@ -194,8 +163,10 @@ def gap_accuracy(model: EncoderOnlyLM, windows: Tensor, position: int, right_con
     The same model, the same gaps: with ``right_context=False`` the characters after the gap are
     cut off, which is all a causal model ever sees.
     """
-    check_rank("windows", windows, 2, "(n, T)")
+    model = _check_encoder(model)
+    check_token_ids("windows", windows, model.vocab_size, "(n, T) of character ids")
     check_int("position", position, low=0, high=windows.shape[1] - 1)
+    check_bool("right_context", right_context)
     model.eval()
     inputs = windows.clone()
     inputs[:, position] = model.mask_id
@@ -208,7 +179,8 @@ def gap_accuracy(model: EncoderOnlyLM, windows: Tensor, position: int, right_con
 @torch.no_grad()
 def causal_gap_accuracy(model: nn.Module, windows: Tensor, position: int) -> float:
     """A causal LM's arg-max for the character at ``position`` given the characters before it. Chapter 12."""
-    check_rank("windows", windows, 2, "(n, T)")
+    check_module("model", model)
+    check_token_ids("windows", windows, shape_hint="(n, T) of character ids")
     check_int("position", position, low=1, high=windows.shape[1] - 1)
     model.eval()
     predicted = model(windows[:, :position])[:, -1].argmax(-1)  # (n,)

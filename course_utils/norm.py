@@ -32,7 +32,7 @@ class LayerNorm(nn.Module):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.eps = _check_eps(eps)
-        self.fused = bool(fused)  # True: the same maths through PyTorch's one-kernel F.layer_norm (faster)
+        self.fused = check_bool("fused", fused)  # True: the same maths through one kernel, F.layer_norm (faster)
         self.gamma = nn.Parameter(torch.ones(d_model))
         self.beta = nn.Parameter(torch.zeros(d_model))
 

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TextIO
 
-from .validate import check_positive_int
+from .validate import check_bool, check_number, check_positive_int
 
 
 def _default_stream() -> TextIO:
@@ -33,7 +33,8 @@ class TextProgress:
     def __init__(self, total: int, desc: str = "progress", file: TextIO | None = None,
                  min_interval: float = 0.5, enabled: bool = True):
         self.total = check_positive_int("total", total)
-        self.desc, self.min_interval, self.enabled = desc, min_interval, enabled
+        min_interval = check_number("min_interval", min_interval, low=0.0)
+        self.desc, self.min_interval, self.enabled = desc, min_interval, check_bool("enabled", enabled)
         self.file = file if file is not None else _default_stream()
         self.n = 0
         self._start = self._last = time.perf_counter()

@@ -1,74 +1,28 @@
-"""Scaling laws in miniature: the character LM of Chapter 8 at several sizes and training
-lengths, the power-law fit of validation loss against size or compute, and the
+"""Scaling laws in miniature: the power-law fit of validation loss against model size or
+training tokens, a joint fit in both that extrapolates with an uncertainty, and the
 compute-optimal arithmetic of Kaplan et al. (2020) and Hoffmann et al. (2022). Chapter 12.
 
-``benchmarks/scaling.py`` trains every run of :data:`SCALING_RECIPE` and writes
-a shipped result (``course_utils.runs.scaling``) with the recipe stored under the key ``recipe``; the
-chapter reads the asset (:func:`load_scaling`) and fits it live (:func:`fit_power_law`).
+``benchmarks/scaling.py`` trains Chapter 8's character LM at several sizes and training
+lengths (``course_utils.runs.scaling``: the recipe, the runs and the shipped table); the
+chapter reads the table and fits it live with :func:`fit_power_law` and :func:`fit_loss_surface`.
 """
 
 from __future__ import annotations
 
-import copy
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from .charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, train_val_ids
-from .gpt import DecoderOnly, DecoderOnlyConfig
-from .training import TrainConfig, train
-from .validate import check_finite, check_int, check_module, check_number, check_positive_int
-
-# Every run of the benchmark. Sizes: one training length, six widths/depths (d_ff = 4 d_model,
-# d_k = 16 or less). Lengths: the "base" size trained for several numbers of steps. Budgeted
-# to about five minutes of one CPU thread in all. Parameters are counted without the
-# embedding and output tables (as Kaplan et al. 2020 count N).
-SCALING_RECIPE: dict[str, Any] = {
-    "sizes": [
-        {"d_model": 16, "n_layers": 1, "n_heads": 2},
-        {"d_model": 24, "n_layers": 2, "n_heads": 2},
-        {"d_model": 32, "n_layers": 2, "n_heads": 2},
-        {"d_model": 48, "n_layers": 2, "n_heads": 4},
-        {"d_model": 64, "n_layers": 3, "n_heads": 4},
-        {"d_model": 96, "n_layers": 3, "n_heads": 6},
-    ],
-    "size_steps": 1000,
-    "base": {"d_model": 32, "n_layers": 2, "n_heads": 2},
-    "length_steps": [125, 250, 500, 1000, 2000],
-    "model": {"ff_mult": 4, "dropout": 0.0, "norm_first": True, "positional": "sinusoidal",
-              "tie_embeddings": True},
-    "train": {"lr": 3e-3, "warmup": 50, "min_lr": 3e-4, "optimizer": "adamw", "clip": 1.0,
-              "weight_decay": 0.01},
-    "batch_size": 32,
-    "block_size": 64,
-    "eval_windows": 256,  # validation bits/char on the first 256 consecutive windows of 64 characters
-    "seed": 0,
-}
-
-
-def build_sized_lm(vocab_size: int, size: dict[str, int], recipe: dict[str, Any] | None = None) -> DecoderOnly:
-    """A fresh character LM of one size ({"d_model", "n_layers", "n_heads"}) of the recipe. Chapter 12."""
-    check_positive_int("vocab_size", vocab_size)
-    if not isinstance(size, dict) or {"d_model", "n_layers", "n_heads"} - set(size):
-        raise ValueError(f"size must be a dict with the keys ['d_model', 'n_heads', 'n_layers'], got {size!r:.60}")
-    recipe = recipe or SCALING_RECIPE
-    m = recipe["model"]
-    config = DecoderOnlyConfig(
-        vocab_size=vocab_size, d_model=size["d_model"], n_heads=size["n_heads"],
-        d_ff=m["ff_mult"] * size["d_model"], n_layers=size["n_layers"], dropout=m["dropout"],
-        max_len=recipe["block_size"], positional=m["positional"], norm_first=m["norm_first"],
-        tie_embeddings=m["tie_embeddings"])
-    return DecoderOnly(config)
+from .validate import check_finite, check_int, check_module, check_number
 
 
 def non_embedding_params(model: nn.Module) -> int:
     """Parameters outside the token embedding, position table and output projection (Kaplan's N). Chapter 12."""
     check_module("model", model)
-    skip = ("embedding.", "pe.", "output_projection.")
+    skip = ("embedding.", "positional_scheme.", "output_projection.")  # DecoderOnly's parameter names
     return sum(p.numel() for name, p in model.named_parameters() if not name.startswith(skip))
 
 
@@ -77,33 +31,6 @@ def training_flops(params: int, tokens: int) -> float:
     check_int("params", params, low=1)
     check_int("tokens", tokens, low=1)
     return 6.0 * params * tokens
-
-
-def train_sized_lm(size: dict[str, int], steps: int, recipe: dict[str, Any] | None = None,
-                   progress: bool = False) -> dict[str, Any]:
-    """Train one run of the recipe; return params, tokens, compute, val bits/char and CPU seconds. Chapter 12."""
-    recipe = copy.deepcopy(recipe or SCALING_RECIPE)
-    check_positive_int("steps", steps)
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
-    torch.manual_seed(recipe["seed"])
-    model = build_sized_lm(len(vocab), size, recipe)
-    generator = torch.Generator().manual_seed(recipe["seed"])
-    B, T = recipe["batch_size"], recipe["block_size"]
-    config = TrainConfig(steps=steps, **{**recipe["train"], "warmup": min(recipe["train"]["warmup"], steps // 4)})
-
-    def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
-        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-    cpu = time.process_time()
-    train(model, lambda step: lm_batch(train_ids, B, T, generator), config, loss_fn=loss_fn, progress=progress)
-    cpu = time.process_time() - cpu
-    bits = model_bits_per_char(model, val_ids, T, max_windows=recipe["eval_windows"])
-    N, D = non_embedding_params(model), steps * B * T
-    return {**size, "params": N, "all_params": sum(p.numel() for p in model.parameters()), "steps": steps,
-            "tokens": D, "compute": training_flops(N, D), "val_bits_per_char": round(bits, 4),
-            "cpu_seconds": round(cpu, 1)}
 
 
 @dataclass(frozen=True)
@@ -116,7 +43,16 @@ class PowerLawFit:
     n_points: int
 
     def predict(self, x: float | Tensor) -> float | Tensor:
-        """The fitted y at x."""
+        """The fitted y at x (a positive number, or a tensor of them)."""
+        if isinstance(x, Tensor):
+            check_finite("x", x, "the fit is evaluated at measured, finite sizes")
+            if not x.dtype.is_floating_point:
+                x = x.double()
+            if x.numel() == 0 or bool((x <= 0).any()):
+                raise ValueError(f"x must hold positive numbers (a power law lives on log axes), got "
+                                 f"{'an empty tensor' if x.numel() == 0 else f'min {float(x.min())}'}")
+        else:
+            x = check_number("x", x, low=0.0, low_open=True)
         return self.coefficient * x ** (-self.exponent)
 
 
@@ -126,8 +62,15 @@ def fit_power_law(x: Any, y: Any) -> PowerLawFit:
     With n points the standard error of the slope is sqrt(sum r^2 / (n - 2) / sum (u - mean u)^2),
     r the residuals, u = log x (the textbook formula for simple linear regression).
     """
-    xs = torch.as_tensor(x, dtype=torch.float64).flatten()
-    ys = torch.as_tensor(y, dtype=torch.float64).flatten()
+    for name, v in (("x", x), ("y", y)):
+        if isinstance(v, (str, bytes, bool)) or (not isinstance(v, Tensor) and not hasattr(v, "__len__")):
+            raise TypeError(f"{name} must be a sequence of positive numbers, got {type(v).__name__}")
+    try:
+        xs = torch.as_tensor(x, dtype=torch.float64).flatten()
+        ys = torch.as_tensor(y, dtype=torch.float64).flatten()
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"x and y must be sequences of numbers, got {type(x).__name__} and "
+                        f"{type(y).__name__}") from None
     if xs.shape != ys.shape:
         raise ValueError(f"x and y must have the same length, got {xs.numel()} and {ys.numel()}")
     check_finite("x", xs, "a power law is fitted to measured, finite values")
@@ -154,3 +97,89 @@ def compute_optimal(compute: float, tokens_per_param: float = 20.0) -> tuple[flo
     check_number("tokens_per_param", tokens_per_param, low=0.0, low_open=True)
     n = math.sqrt(compute / (6.0 * tokens_per_param))
     return n, tokens_per_param * n
+
+
+def _positive_column(name: str, values: Any) -> Tensor:
+    """``values`` as a 1-D float64 tensor of finite, positive numbers (a list, array or tensor)."""
+    if isinstance(values, (str, bytes)) or isinstance(values, bool):
+        raise TypeError(f"{name} must be a sequence of positive numbers, got {type(values).__name__}")
+    try:
+        t = torch.as_tensor(values, dtype=torch.float64).flatten()
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be a sequence of positive numbers, got {type(values).__name__}") from None
+    check_finite(name, t, "a power law is fitted to measured, finite values")
+    if t.numel() and bool((t <= 0).any()):
+        raise ValueError(f"{name} must hold positive numbers (a power law lives on log axes), got min {float(t.min())}")
+    return t
+
+
+@dataclass(frozen=True)
+class LossSurfaceFit:
+    """L(N, D) = coefficient * N ** (-alpha_n) * D ** (-alpha_d), least squares on log L. Chapter 12.
+
+    ``covariance`` is the 3 x 3 covariance of (log coefficient, -alpha_n, -alpha_d) and
+    ``residual_sd`` the scatter of the points about the fitted plane (in log L), with
+    ``n_points - 3`` degrees of freedom.
+    """
+
+    alpha_n: float
+    alpha_d: float
+    coefficient: float
+    covariance: tuple[tuple[float, ...], ...]
+    residual_sd: float
+    n_points: int
+
+    def predict(self, n: float, d: float) -> float:
+        """The fitted loss at N = n parameters and D = d tokens."""
+        n = check_number("n", n, low=0.0, low_open=True)
+        d = check_number("d", d, low=0.0, low_open=True)
+        return self.coefficient * n ** (-self.alpha_n) * d ** (-self.alpha_d)
+
+    def interval(self, n: float, d: float, level: float = 0.95) -> tuple[float, float]:
+        """The ``level`` prediction interval of one new run's loss at (n, d): (low, high). Chapter 12.
+
+        It adds the uncertainty of the fitted plane at (n, d) (which grows the farther (n, d)
+        lies from the fitted runs) to the scatter of single runs about it, with Student's t.
+        """
+        from scipy.stats import t as student_t
+
+        mid = self.predict(n, d)
+        check_number("level", level, 0.0, 1.0, low_open=True, high_open=True)
+        x = torch.tensor([1.0, math.log(n), math.log(d)], dtype=torch.float64)
+        cov = torch.tensor(self.covariance, dtype=torch.float64)
+        se = math.sqrt(float(x @ cov @ x) + self.residual_sd**2)  # in log L
+        q = float(student_t.ppf(0.5 + level / 2, self.n_points - 3))
+        return mid * math.exp(-q * se), mid * math.exp(q * se)
+
+
+def fit_loss_surface(n: Any, d: Any, loss: Any) -> LossSurfaceFit:
+    """Least-squares plane log L = c - alpha_n log N - alpha_d log D through the runs. Chapter 12.
+
+    Needs at least 4 runs that vary both N and D (not all on one line). Duplicate runs
+    (the same N and D twice) count once.
+    """
+    cols = [_positive_column(name, v) for name, v in (("n", n), ("d", d), ("loss", loss))]
+    if len({c.numel() for c in cols}) != 1:
+        raise ValueError(f"n, d and loss must have the same length, got {[c.numel() for c in cols]}")
+    seen: dict[tuple[float, float], float] = {}
+    for a, b, c in zip(*(col.tolist() for col in cols), strict=True):
+        seen.setdefault((a, b), c)
+    if len(seen) < 4:
+        raise ValueError(f"n and d must hold at least 4 different runs to fit 3 numbers with an uncertainty, "
+                         f"got {len(seen)}")
+    keys = list(seen)
+    X = torch.tensor([[1.0, math.log(a), math.log(b)] for a, b in keys], dtype=torch.float64)  # (n, 3)
+    y = torch.tensor([math.log(seen[k]) for k in keys], dtype=torch.float64)  # (n,)
+    gram = X.T @ X
+    if float(torch.linalg.matrix_rank(gram)) < 3:
+        raise ValueError("n and d must vary independently (not all runs on one line in log N, log D), got a "
+                         "degenerate set of runs")
+    inv = torch.linalg.inv(gram)
+    beta = inv @ X.T @ y
+    residuals = y - X @ beta
+    dof = len(keys) - 3
+    sd = math.sqrt(float((residuals**2).sum()) / dof) if dof > 0 else 0.0
+    cov = inv * sd**2
+    return LossSurfaceFit(alpha_n=-float(beta[1]), alpha_d=-float(beta[2]), coefficient=math.exp(float(beta[0])),
+                          covariance=tuple(tuple(float(v) for v in row) for row in cov.tolist()),
+                          residual_sd=sd, n_points=len(keys))

@@ -9,7 +9,7 @@ from torch import Tensor
 
 from .gpt import DecoderOnly
 from .masks import causal_mask
-from .validate import check_positive_int, check_rank
+from .validate import check_bool_mask, check_positive_int, check_rank, check_token_ids
 
 
 def sliding_window_mask(T: int, window: int, device: torch.device | str | None = None) -> Tensor:
@@ -30,14 +30,17 @@ def keys_per_query(T: int, window: int | None) -> float:
 
 @torch.no_grad()
 def masked_logits(model: DecoderOnly, tokens: Tensor, mask: Tensor) -> Tensor:
-    """The logits (B, T, V) of a decoder-only model run under ``mask`` instead of its causal mask. Chapter 11."""
+    """The logits (B, T, V) of a decoder-only model run under ``mask`` instead of its causal mask. Chapter 11.
+
+    One call of the model's own forward pass, so every positional scheme is kept.
+    """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    check_rank("tokens", tokens, 2, "(B, T) of token ids")
-    x = model.embed(tokens)  # (B, T, d_model)
-    for block in model.layers:
-        x, _ = block(x, mask)  # (B, T, d_model)
-    return model.output_projection(model.final_norm(x))  # (B, T, V)
+    check_token_ids("tokens", tokens, model.config.vocab_size, "(B, T) of token ids")
+    check_bool_mask("mask", mask)
+    logits = model(tokens, mask=mask)
+    assert isinstance(logits, Tensor)
+    return logits  # (B, T, V)
 
 
 @torch.no_grad()

@@ -18,9 +18,9 @@ from course_utils.validate import check_int, check_number
 __all__ = ["binomial_interval", "rate_with_interval", "rates_differ"]
 
 
-def _counts(successes: object, trials: object, prefix: str = "") -> tuple[int, int]:
-    n = check_int(f"{prefix}trials", trials, low=1)
-    k = check_int(f"{prefix}successes", successes, low=0, high=n)
+def _counts(successes: object, trials: object, suffix: str = "") -> tuple[int, int]:
+    n = check_int(f"trials{suffix}", trials, low=1)
+    k = check_int(f"successes{suffix}", successes, low=0, high=n)
     return k, n
 
 
@@ -46,8 +46,8 @@ def binomial_interval(successes: int, trials: int, confidence: float = 0.95) -> 
 
 def rates_differ(successes_a: int, trials_a: int, successes_b: int, trials_b: int, confidence: float = 0.95) -> bool:
     """True if the two rates differ by more than binomial sampling noise (two-sided z-test, pooled rate)."""
-    ka, na = _counts(successes_a, trials_a, "a: ")
-    kb, nb = _counts(successes_b, trials_b, "b: ")
+    ka, na = _counts(successes_a, trials_a, "_a")
+    kb, nb = _counts(successes_b, trials_b, "_b")
     z = _z(confidence)
     pooled = (ka + kb) / (na + nb)
     if pooled in (0.0, 1.0):

@@ -12,9 +12,9 @@ import torch
 
 def set_seed(seed: int = 0) -> torch.Generator:
     """Seed Python, NumPy and PyTorch; return a torch.Generator seeded the same way. Chapter 1."""
-    from .validate import check_int  # NumPy ints count, as everywhere
+    from .validate import check_seed  # NumPy ints count, as everywhere
 
-    seed = check_int("seed", seed)
+    seed = check_seed("seed", seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

@@ -7,7 +7,8 @@ message of the form ``"<argument> must be <what is expected>, got <what came>"``
 The rules, one per class of bad input:
 
 - sizes and counts: anything integral counts (int, NumPy integers, 0-d integer tensors:
-  :func:`as_index`); True/False and floats such as 4.0 do not.
+  :func:`as_index`); True/False and floats such as 4.0 do not. Seeds are non-negative ints
+  (:func:`check_seed`); flags are True or False, never a truthy string (:func:`check_bool`).
 - NaN and infinity: modules (attention, LayerNorm, the blocks) pass them through as PyTorch
   does; where they can only mean a bug upstream they are an error (:func:`check_finite`): a
   loss's logits, a sampling distribution, a decoder's memory.
@@ -110,6 +111,11 @@ def check_int(name: str, value: object, low: int | None = None, high: int | None
     if (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{name} must be {want}, got {value}")
     return value
+
+
+def check_seed(name: str, value: object) -> int:
+    """Raise unless ``value`` is a seed: a non-negative int (see :func:`as_index`); return it."""
+    return check_int(name, value, low=0)
 
 
 def check_positive_int(name: str, value: object) -> int:

@@ -48,6 +48,7 @@ from course_utils.exercises import (
 Row = tuple[str, Callable[..., Any], tuple[Any, ...], str | None]
 ROWS: list[Row] = []
 INPLACE = "in place"
+TYPED_IN = "not a number typed in"  # an experiment's numbers written into the code: the checker re-runs it
 
 
 def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
@@ -163,6 +164,8 @@ wrong("1.3", c1.check_scale_experiment, "1/16, the mean weight", "sharper", lamb
 wrong("1.3", c1.check_scale_experiment, "outside [1/16, 1]", "sharper", lambda d, s, seed: 16 * top_weight_ref(d, s, seed))
 wrong("1.3", c1.check_scale_experiment, "does not grow", "sharper", lambda d, s, seed: top_weight_ref(4, s, seed))
 wrong("1.3", c1.check_scale_experiment, "not one of the choices", "peaky", top_weight_ref)
+wrong("1.3", c1.check_scale_experiment, TYPED_IN, "sharper",
+      lambda d, s, seed: {(4, True): 0.45, (4, False): 0.5, (256, True): 0.26, (256, False): 0.95}[d, s])
 
 
 # ================================================================ 1.4 multi-head attention
@@ -471,6 +474,7 @@ wrong("3.3", c3.check_residual_experiment, "keep a residual connection", "both",
 wrong("3.3", c3.check_residual_experiment, "same number", "both", lambda r, s: deep_stack(True, s))
 wrong("3.3", c3.check_residual_experiment, "NaN", "both", lambda r, s: deep_stack(r, s, lr=0.05))
 wrong("3.3", c3.check_residual_experiment, "not one of the choices", "all", deep_stack)
+wrong("3.3", c3.check_residual_experiment, TYPED_IN, "residual only", lambda r, s: 0.2 if r else 0.97)
 
 
 # ================================================================ 3.4 masked statistics
@@ -579,6 +583,7 @@ wrong("4.3", c4.check_mask_experiment, "Below ln 8 on random tokens", "lower", l
 wrong("4.3", c4.check_mask_experiment, "same loss", "lower", lambda c, s: next_token(True, s))
 wrong("4.3", c4.check_mask_experiment, "really drop the mask", "lower", lambda c, s: next_token(c, s, steps=20))
 wrong("4.3", c4.check_mask_experiment, "not one of the choices", "smaller", next_token)
+wrong("4.3", c4.check_mask_experiment, TYPED_IN, "lower", lambda c, s: 2.08 if c else 0.26)
 
 
 # ================================================================ 4.4 softmax with an additive mask

@@ -212,6 +212,7 @@ def test_order_experiment_explains_a_wrong_prediction():
     (lambda p, s: order_ok("sinusoidal", s), "positional='none'"),
     (lambda p, s: order_ok("none", s), "positional='sinusoidal'"),
     (lambda p, s: -order_ok(p, s) - 1, "negative"),
+    (lambda p, s: 0.0 if p == "none" else 0.5, "not a number typed in"),
 ])
 def test_order_experiment_names_mistakes(fn, hint):
     result = check_order_experiment("unchanged", fn)

@@ -7,6 +7,8 @@ import math
 
 import pytest
 import torch
+from conftest import fails_with as _fails_with
+from conftest import stub as _stub
 
 from course_utils.exercises.ch11_attention_at_scale import (
     check_max_context,
@@ -19,21 +21,11 @@ from course_utils.exercises.ch11_attention_at_scale import (
 from course_utils.flash import online_softmax_update
 
 
-def _stub(*args, **kwargs):
-    raise NotImplementedError
-
-
 @pytest.mark.parametrize("check,args", [(check_max_context, (_stub,)), (check_online_softmax, (_stub,)),
                                         (check_pool_heads, (_stub,)), (check_mqa_uptraining, (_stub, _stub))])
 def test_stub_is_not_implemented_yet(check, args):
     result = check(*args)
     assert not result.passed and result.not_implemented and "not implemented yet" in result.message
-
-
-def _fails_with(result, *words):
-    assert not result.passed, result.message
-    for word in words:
-        assert word in result.message, result.message
 
 
 # ----- 11.1 -----------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ def test_verdict_shows_the_measurement_to_two_digits():
     assert "2.2 in your run" in line and "2.23" not in line
     from course_utils.exercises.experiment import shown
 
+    tiny = Expected("change", 0.0, 1e-4, "noise.")
+    assert "is about 0 in your run" in judge_range(1.2e-6, tiny, show=True)
     assert [shown(v) for v in (0.2241, 1.36, 98.04, 51.0, 0.004321, 3)] == ["0.22", "1.4", "98", "51", "4.3e-03", "3"]
 
 

@@ -6,18 +6,17 @@ import torch
 from course_utils.charlm import CharVocab, load_corpus, train_val_ids
 from course_utils.mlm import (
     IGNORE,
-    MLM_RECIPE,
     EncoderOnlyLM,
     bert_mask,
     causal_gap_accuracy,
     gap_accuracy,
     masked_accuracy,
+    masked_accuracy_by_kind,
     masked_loss,
-    train_mlm,
     val_windows,
 )
 from course_utils.runs import load
-from course_utils.runs.mlm import load_mlm, save_mlm
+from course_utils.runs.mlm import MLM_RECIPE, load_mlm, run_mlm, save_mlm
 
 
 def test_bert_mask_proportions():
@@ -95,20 +94,21 @@ def test_measurements_are_shares():
 
 
 SMALL = {**MLM_RECIPE, "model": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "max_len": 64},
-         "train": {**MLM_RECIPE["train"], "steps": 12, "warmup": 4}}
+         "train": {**MLM_RECIPE["train"], "steps": 12, "warmup": 2}}
 
 
 def test_stop_after_retraces_the_first_steps_of_the_full_run():
-    _, full = train_mlm(SMALL, progress=False)
-    model, part = train_mlm(SMALL, progress=False, stop_after=5)
+    _, full = run_mlm(SMALL, progress=False)
+    model, part = run_mlm(SMALL, progress=False, stop_after=5)
     assert len(full["loss_nats"]) == 12 and part["loss_nats"] == full["loss_nats"][:5]  # same seed, batches, rates
     assert part["recipe"] == full["recipe"] == SMALL and not model.training
-    _, shorter = train_mlm(SMALL, steps=5, progress=False)  # ``steps`` shrinks the schedule: another run
+    _, shorter = run_mlm(SMALL, steps=5, progress=False)  # ``steps`` shrinks the schedule: another run
     assert shorter["recipe"]["train"]["steps"] == 5 and shorter["loss_nats"][1:] != full["loss_nats"][1:5]
+    assert shorter["recipe"]["train"]["warmup"] == 2  # runs.with_steps keeps a warm-up shorter than the run
 
 
 def test_save_and_load_round_trip(tmp_path):
-    model, log = train_mlm(SMALL, progress=False, stop_after=2)
+    model, log = run_mlm(SMALL, progress=False, stop_after=2)
     path = save_mlm(model, log, tmp_path / "mlm.pt")
     again, stored = load_mlm(path)
     assert type(again) is EncoderOnlyLM and not again.training and again.vocab_size == model.vocab_size
@@ -123,7 +123,7 @@ def test_the_shipped_run_is_the_code_s_recipe_and_retraces_live():
     model, log = load_mlm()
     assert log["recipe"] == MLM_RECIPE and len(log["loss_nats"]) == MLM_RECIPE["train"]["steps"]
     assert sum(log["loss_nats"][-50:]) / 50 < sum(log["loss_nats"][:50]) / 50 - 0.5  # it learned (in nats)
-    _, live = train_mlm(MLM_RECIPE, progress=False, stop_after=8)
+    _, live = run_mlm(MLM_RECIPE, progress=False, stop_after=8)
     # another CPU rounds differently: the first steps agree within a small tolerance, not bit for bit
     assert max(abs(a - b) for a, b in zip(live["loss_nats"], log["loss_nats"], strict=False)) < 0.01
     text = load_corpus()
@@ -131,6 +131,10 @@ def test_the_shipped_run_is_the_code_s_recipe_and_retraces_live():
     _, val_ids = train_val_ids(text, vocab)
     windows = val_windows(val_ids, MLM_RECIPE["block_size"], 128)
     assert masked_accuracy(model, windows) > 0.2  # far above a uniform guess among 65 characters
+    kinds = masked_accuracy_by_kind(model, windows)
+    assert kinds["all"][1] == kinds["mask"][1] + kinds["random"][1] + kinds["kept"][1]
+    # at a kept position the answer is in the input: far easier than a [MASK]
+    assert kinds["kept"][0] > 0.8 > kinds["mask"][0] and kinds["mask"][0] < kinds["all"][0]
     assert gap_accuracy(model, windows, 32) > gap_accuracy(model, windows, 32, right_context=False)
 
 
@@ -148,3 +152,19 @@ def test_train_checkpoint_script_writes_the_mlm_run(tmp_path, capsys):
     assert "mlm: trained 3 steps" in capsys.readouterr().out
     assert len(log["loss_nats"]) == 3 and log["recipe"]["train"]["steps"] == 3  # the recipe that ran
     assert log["recipe"]["model"] == MLM_RECIPE["model"] and isinstance(model, EncoderOnlyLM)
+
+
+def test_bert_mask_refuses_ids_outside_the_characters_and_a_foreign_generator():
+    ids = torch.randint(0, 30, (2, 8), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=r"ids must hold token ids in \[0, 30\)"):
+        bert_mask(torch.cat([ids, torch.full((2, 1), 30)], 1), 30, 30)  # [MASK] is not an input
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        bert_mask(ids, 30, 30, 0.15, generator=0)
+    with pytest.raises(TypeError, match="ids must hold integer token ids"):
+        bert_mask(ids.float(), 30, 30)
+
+
+def test_run_mlm_never_seeds_through_the_teaching_module():
+    import course_utils.mlm as mlm_module
+
+    assert not hasattr(mlm_module, "train_mlm") and not hasattr(mlm_module, "MLM_RECIPE")

@@ -86,7 +86,6 @@ PENDING: set[tuple[str, str, str, str]] = {
     ("11_attention_at_scale.ipynb", "0.32", "bits per character", "Over six seeds of the uptraining batches (0-5) GQA"),
     ("11_attention_at_scale.ipynb", "4.4", "MiB", "CODE continues to $T = 8192$: 640 MiB for plain at"),
     ("11_attention_at_scale.ipynb", "0.29", "bits per character", "**RoPE** alone gains about 0.29 bits per character"),
-    ("12_encoders_images_scaling.ipynb", "85", "%", "The loss is the cross-entropy at the chosen positi"),
 }
 
 

@@ -71,5 +71,5 @@ def test_bad_inputs(args: tuple, error: type, message: str) -> None:
 
 
 def test_bad_inputs_name_the_rate() -> None:
-    with pytest.raises(ValueError, match="b: trials must be a positive int"):
+    with pytest.raises(ValueError, match="trials_b must be a positive int"):
         rates_differ(1, 2, 0, 0)

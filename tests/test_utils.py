@@ -25,7 +25,7 @@ def test_set_seed_makes_everything_repeatable() -> None:
 def test_set_seed_accepts_large_seeds_and_rejects_non_ints() -> None:
     set_seed(2**40)
     for bad in (1.5, "0", True):
-        with pytest.raises(TypeError, match="seed must be an int"):
+        with pytest.raises(TypeError, match="seed must be a non-negative int"):
             set_seed(bad)  # type: ignore[arg-type]
 
 

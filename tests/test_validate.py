@@ -141,3 +141,12 @@ def test_broadcast_shape_agrees_with_torch_on_every_small_pair_and_triple() -> N
         except RuntimeError:
             expected = None
         assert broadcast_shape(*shapes) == expected, shapes
+
+
+def test_check_seed_takes_non_negative_ints_only() -> None:
+    from course_utils.validate import check_seed
+
+    assert check_seed("seed", 0) == 0 and check_seed("seed", np.int64(7)) == 7
+    for bad, error in ((-1, ValueError), (True, TypeError), (1.0, TypeError), ("0", TypeError), (None, TypeError)):
+        with pytest.raises(error, match="seed must be a non-negative int"):
+            check_seed("seed", bad)

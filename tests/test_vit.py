@@ -3,14 +3,23 @@
 import pytest
 import torch
 
+from course_utils.runs.core import seeded
+from course_utils.runs.vit import VIT_RECIPE, build_vit, load_vit, run_vit
 from course_utils.vit import (
     VisionTransformer,
+    accuracy,
     count_params,
+    epoch_batches,
     load_digits_split,
     matched_mlp,
     mlp_baseline,
+    multiply_adds,
     patchify,
     random_shift,
+    steps_per_epoch,
+    train_classifier,
+    unpatchify,
+    zero_positions,
 )
 
 
@@ -76,17 +85,67 @@ def test_random_shift_moves_whole_images():
     torch.testing.assert_close(random_shift(x, 0), x)
 
 
-def test_the_shipped_run_holds_both_scores_of_the_chapter_s_table():
-    """Chapter 12's table reads the shipped ViT's scores and its equal-size MLP's, stored with the recipe."""
-    from course_utils.runs.vit import load_vit
-    from course_utils.vit import VIT_RECIPE, accuracy
-
+def test_the_shipped_run_holds_every_score_of_the_chapter_s_table():
+    """Chapter 12's table reads the shipped ViT's scores and its baselines', stored with the recipe."""
     vit, info = load_vit()
-    result, base = info["result"], info["result"]["baseline"]
+    result = info["result"]
     assert info["recipe"] == VIT_RECIPE and result["params"] == count_params(vit)
-    torch.manual_seed(VIT_RECIPE["seed"])
-    assert base["params"] == count_params(matched_mlp(result["params"]))  # the MLP the recipe would build
-    _, _, x_test, y_test = load_digits_split(VIT_RECIPE["test_size"], VIT_RECIPE["seed"])
+    assert set(result["runs"]) == {"vit", "vit_mean", "mlp"} and set(result["sizes"]) == set(result["runs"])
+    for key, size in result["sizes"].items():
+        assert abs(size["params"] - result["params"]) <= 0.05 * result["params"], key  # equal size, within 5 %
+        assert len(result["runs"][key]) == 3
+    assert result["sizes"]["vit"]["multiply_adds"] == multiply_adds(vit)
+    assert [s["patch"] for s in result["selection"]] == [2, 4]
+    chosen = max(result["selection"], key=lambda s: s["val_accuracy"])["patch"]
+    assert chosen == VIT_RECIPE["model"]["patch"]  # the recipe's patch size is the one validation chose
+    _, _, x_test, y_test = load_digits_split(VIT_RECIPE["test_size"], VIT_RECIPE["split_seed"])
     # the stored score is this model's (within one image: another CPU may round a near-tie the other way)
     assert abs(accuracy(vit, x_test, y_test) - result["test_accuracy"]) <= 1 / len(y_test) + 1e-4
-    assert 0.0 < base["test_accuracy"] <= 1.0 and base["cpu_seconds"] > 0
+    assert [p["seed"] for p in result["positions"]] == [0, 1, 2]
+
+
+def test_train_classifier_is_run_vit_by_epochs_and_takes_no_warm_up():
+    data = load_digits_split()
+    small = {**VIT_RECIPE, "model": {**VIT_RECIPE["model"], "d_model": 16, "d_ff": 32, "n_layers": 1}}
+    per_epoch = steps_per_epoch(len(data[1]), small["batch_size"])
+    _, by_run = run_vit(small, steps=2 * per_epoch, data=data)  # warm-up capped at 2 epochs - 1 step
+    seeded(small["seed"])
+    model = build_vit(small)
+    no_warmup = train_classifier(model, data, epochs=2, warmup_epochs=0, seed=small["seed"])
+    assert no_warmup["steps"] == 2 * per_epoch and 0.1 < no_warmup["test_accuracy"] <= 1.0
+    assert by_run["steps"] == 2 * per_epoch
+    with pytest.raises(ValueError, match="warmup_epochs must be an int in"):
+        train_classifier(model, data, epochs=2, warmup_epochs=2)
+
+
+def test_epoch_batches_visit_every_image_once_per_epoch():
+    x, y = torch.rand(10, 8, 8), torch.arange(10)
+    batch = epoch_batches(x, y, 4, torch.Generator().manual_seed(0))
+    first = torch.cat([batch(step)[1] for step in (1, 2, 3)])
+    second = torch.cat([batch(step)[1] for step in (4, 5, 6)])
+    assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(10))
+    assert first.tolist() != second.tolist()  # a fresh permutation each epoch
+
+
+def test_pooling_zeroed_positions_and_unpatchify():
+    torch.manual_seed(0)
+    mean = VisionTransformer(d_model=16, n_heads=2, d_ff=32, n_layers=1, pool="mean").eval()
+    assert mean.pos.shape == (1, 16, 16) and not hasattr(mean, "cls")
+    assert mean(torch.rand(2, 8, 8)).shape == (2, 10)
+    x = torch.rand(3, 8, 8)
+    for p in (1, 2, 4, 8):
+        torch.testing.assert_close(unpatchify(patchify(x, p), 8), x, rtol=0, atol=0)
+    model = VisionTransformer(d_model=16, n_heads=2, d_ff=32, n_layers=1)
+    zeroed = zero_positions(model)
+    assert float(zeroed.pos.detach().abs().sum()) == 0
+    assert float(model.pos.detach().abs().sum()) > 0  # a copy: the model keeps its positions
+    with pytest.raises(ValueError, match="pool must be"):
+        VisionTransformer(pool="max")
+
+
+def test_baselines_match_their_target_or_refuse_it():
+    for target in (20_000, 69_194, 150_000):
+        assert abs(count_params(matched_mlp(target)) - target) <= 0.05 * target
+    with pytest.raises(ValueError, match="target_params must be within 5 %"):
+        matched_mlp(10**8)  # the widest MLP holds about 17 million parameters
+    assert multiply_adds(mlp_baseline(10, depth=1)) == 64 * 10 + 10 * 10

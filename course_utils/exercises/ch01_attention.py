@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from ..attention import MultiHeadAttention, scaled_dot_product_attention
 from .core import CheckFailed, call_student, call_student_without, checker, close, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 __all__ = ["check_lookup_queries", "check_mha", "check_scale_experiment", "check_scaled_attention", "check_softmax"]
 
@@ -421,7 +421,9 @@ def check_scale_experiment(prediction: Any, fn: Callable[[int, bool, int], float
     if measured[4, False] >= measured[256, False]:
         raise CheckFailed("without the scale your top weight does not grow from d_k = 4 to 256: draw new random "
                           "queries and keys of width d_k, with entries of variance 1.")
-    scaled_line = judge_range(measured[256, True], TOP_WEIGHT_SCALED, what="your scaled run")
-    unscaled_line = judge_range(measured[256, False], TOP_WEIGHT_UNSCALED, what="your unscaled run")
+    require_own_run(fn, "top_weight", (256, True, 0), measured[256, True],
+                    what="top_weight(256, scaled=True, seed=0)")
+    scaled_line = judge_range(measured[256, True], TOP_WEIGHT_SCALED, what="your scaled run", show=True)
+    unscaled_line = judge_range(measured[256, False], TOP_WEIGHT_UNSCALED, what="your unscaled run", show=True)
     outcome = "sharper"
     return f"{scaled_line} {unscaled_line} {compare_prediction(guess, outcome, _SCALE_WHY)}"

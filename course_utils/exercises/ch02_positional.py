@@ -330,7 +330,7 @@ def check_half_offset(prediction: Any, fn: Callable[[int], int]) -> str:
                                        "closed form) and return the first k below half of PE[0] . PE[0].")
             raise CheckFailed(f"half_offset({d_model}) is not the first offset below half. {hint}")
         got[d_model] = value
-    verdict = judge_range(got[1024] / got[256], HALF_OFFSET_GROWTH, what="your measurement")
+    verdict = judge_range(got[1024] / got[256], HALF_OFFSET_GROWTH, what="your measurement", show=True)
     return f"{verdict} {compare_prediction(guess, 'levels off', _HALF_OFFSET_WHY)}"
 
 

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from ..norm import masked_feature_stats, residual_sublayer
 from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 __all__ = ["check_identity_init", "check_masked_stats", "check_residual_experiment", "check_residual_sublayer",
            "check_rms_norm", "check_stream_growth", "run_residual_stack"]
@@ -258,8 +258,9 @@ def check_residual_experiment(prediction: Any, fn: Callable[[bool, int], float])
     resid = measure(fn, "train_deep_stack", True, 0)
     if plain == resid:
         raise CheckFailed("your two runs give the same number: does `residual` change the forward pass?")
-    plain_line = judge_range(plain, PLAIN_STACK, what="your plain run")
-    resid_line = judge_range(resid, RESIDUAL_STACK, what="your residual run")
+    require_own_run(fn, "train_deep_stack", (True, 0), resid)
+    plain_line = judge_range(plain, PLAIN_STACK, what="your plain run", show=True)
+    resid_line = judge_range(resid, RESIDUAL_STACK, what="your residual run", show=True)
     return f"{plain_line} {resid_line} {compare_prediction(guess, 'residual only', _RESIDUAL_WHY)}"
 
 

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..masks import causal_mask, combine_masks, padding_mask
 from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 _CONVENTION = "The course's convention is a boolean keep-mask: True = attend, False = masked."
 
@@ -216,7 +216,9 @@ def check_fully_masked_rows(fn: Callable[[Tensor, int], Tensor]) -> str:
         for side, tokens in (("right", _right_pad(rows, pad_id)), ("left", _left_pad(rows, pad_id))):
             got = call_student(fn, tokens.clone(), pad_id, what="your fully_masked_rows")
             got = _expect_bool(got, f"fully_masked_rows(tokens, {pad_id}) for {side} padding")
-            want = ~combine_masks(padding_mask(tokens, pad_id), causal_mask(tokens.shape[1])).any(dim=-1)
+            both = combine_masks(padding_mask(tokens, pad_id), causal_mask(tokens.shape[1]))
+            assert both is not None
+            want = ~both.any(dim=-1)
             want = want.reshape(tokens.shape)  # (B, 1, T) -> (B, T)
             if tuple(got.shape) != tuple(tokens.shape):
                 raise CheckFailed(
@@ -281,6 +283,7 @@ def check_mask_experiment(prediction: Any, fn: Callable[[bool, int], float]) -> 
     open_ = measure(fn, "train_next_token", False, 0)
     if masked == open_:
         raise CheckFailed("your two runs give the same loss: does `causal` decide the mask you pass to the block?")
-    masked_line = judge_range(masked, CAUSAL_RUN, what="your masked run")
-    open_line = judge_range(open_, OPEN_RUN, what="your unmasked run")
+    require_own_run(fn, "train_next_token", (False, 0), open_)
+    masked_line = judge_range(masked, CAUSAL_RUN, what="your masked run", show=True)
+    open_line = judge_range(open_, OPEN_RUN, what="your unmasked run", show=True)
     return f"{masked_line} {open_line} {compare_prediction(guess, 'lower', _MASK_WHY)}"

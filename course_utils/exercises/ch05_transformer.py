@@ -19,7 +19,7 @@ from ..masks import causal_mask, padding_mask
 from ..model import DecoderBlock
 from ..positional import sinusoidal_encoding
 from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 __all__ = ["check_decoder_block", "check_embed", "check_ffn", "check_mqa_layer_params", "check_order_experiment"]
 
@@ -299,6 +299,7 @@ def check_order_experiment(prediction: Any, fn: Callable[[str, int], float]) -> 
             raise CheckFailed(f"order_sensitivity({positional!r}, 0) is negative: return the largest absolute "
                               "difference, (a - b).abs().max().")
         changes[positional] = value
-    none_line = judge_range(changes["none"], NO_POSITIONS, what="your run without positions")
-    pe_line = judge_range(changes["sinusoidal"], WITH_POSITIONS, what="your run with positions")
+    require_own_run(fn, "order_sensitivity", ("sinusoidal", 0), changes["sinusoidal"])
+    none_line = judge_range(changes["none"], NO_POSITIONS, what="your run without positions", show=True)
+    pe_line = judge_range(changes["sinusoidal"], WITH_POSITIONS, what="your run with positions", show=True)
     return f"{none_line} {pe_line} {compare_prediction(guess, 'unchanged', _ORDER_WHY)}"

@@ -514,5 +514,5 @@ def check_learning_rate_experiment(fn: Callable[[TrainConfig], TrainConfig], pre
         outcome = "diverges"
     else:
         outcome = "lower" if ratio < 0.95 else "higher" if ratio > 1.05 else "about the same"
-    verdict = judge_range(ratio, LR_RATIO, what="the ratio of the losses")
+    verdict = judge_range(ratio, LR_RATIO, what="the ratio of the losses", show=True)
     return f"{verdict} {compare_prediction(guess, outcome)}"

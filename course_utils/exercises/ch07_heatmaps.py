@@ -313,5 +313,6 @@ def check_knockout(fn: Callable[[Tensor, int, int], Tensor], prediction: Any) ->
     whole = _knockout_em(model, layer, list(range(table.shape[1])), fn)
     outcome = "barely changes" if one >= 0.97 else "collapses" if one < 0.6 else "drops, most strings survive"
     return (f"Knocked out: layer {layer + 1}, head {head + 1}, the head with the highest alignment score. "
-            f"{judge_range(one, ONE_HEAD, what='the exact match')} "
-            f"{judge_range(whole, WHOLE_LAYER, what='the exact match')} {compare_prediction(guess, outcome)}")
+            f"{judge_range(one, ONE_HEAD, what='the exact match', show=True)} "
+            f"{judge_range(whole, WHOLE_LAYER, what='the exact match', show=True)} "
+            f"{compare_prediction(guess, outcome)}")

@@ -438,7 +438,9 @@ ONE_LAYER_GAIN = Expected(
     "copy gain of the one-layer attention-only model after 300 steps", -0.1, 0.45,
     "one layer cannot form an induction head: finding 'the token after the earlier occurrence of this token' "
     "needs a first layer that writes each token's predecessor into its position and a second layer that matches "
-    "on it. What one layer learns is the tokens' frequencies and a little look-back.",
+    "on it. What one layer can learn is where to look without knowing what to copy: in the second copy only "
+    "the 12 tokens already seen occur, and spreading over them instead of all 24 gives 1 - ln 12 / ln 24, "
+    "about 0.22.",
     above="Was the model really given one layer? The gain of the two-layer model is far higher.",
 )
 TWO_LAYER_GAIN = Expected(

@@ -32,7 +32,7 @@ _CONTEXT_CASES = [  # (memory, layers, heads, kv heads, d_head, batch, bytes)
 
 
 @checker("11.1", "the longest context whose KV cache fits")
-def check_max_context(fn: Callable[..., Any]) -> None:
+def check_max_context(fn: Callable[..., Any]) -> str:
     """Check ``fn(memory_bytes, n_layers, n_heads, n_kv_heads, d_head, batch, bytes_per_value)`` -> tokens."""
     for case in _CONTEXT_CASES:
         memory, L, h, n_kv, d, B, nb = case
@@ -89,7 +89,7 @@ def _wrong_updates(m: Tensor, l: Tensor, acc: Tensor, s: Tensor, v: Tensor) -> d
 
 
 @checker("11.2", "the online-softmax update")
-def check_online_softmax(fn: Callable[..., Any]) -> None:
+def check_online_softmax(fn: Callable[..., Any]) -> str:
     """Check ``fn(m, l, acc, scores, v) -> (m, l, acc)`` on single tiles and inside tiled attention."""
     g = torch.Generator().manual_seed(11)
     for shape, k, d, first in (((4,), 5, 3, True), ((2, 3), 6, 2, False), ((1,), 1, 4, False), ((2, 5), 4, 3, True)):
@@ -131,7 +131,7 @@ def reference_pool_heads(w: Tensor, n_heads: int, n_kv_heads: int) -> Tensor:
 
 
 @checker("11.3", "mean-pooling key/value heads")
-def check_pool_heads(fn: Callable[[Tensor, int, int], Tensor]) -> None:
+def check_pool_heads(fn: Callable[[Tensor, int, int], Tensor]) -> str:
     """Check ``fn(w, n_heads, n_kv_heads)``: w (h * d_k, d_model) or a bias (h * d_k,) -> (n_kv * d_k, ...)."""
     g = torch.Generator().manual_seed(3)
     for h, n_kv, d_k, d_model in ((4, 2, 3, 5), (8, 2, 2, 4), (6, 3, 4, 6), (4, 1, 2, 3), (4, 4, 2, 3)):

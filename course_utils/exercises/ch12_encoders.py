@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -9,12 +10,34 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from .. import mlm as _mlm
+from .. import scaling as _scaling
+from .. import vit as _vit
 from ..mlm import IGNORE
 from ..runs.vit import load_vit
 from ..scaling import compute_optimal
-from ..vit import VIT_RECIPE, count_params, load_digits_split, patchify
+from ..vit import count_params, load_digits_split, multiply_adds, patchify, unpatchify, zero_positions
 from .core import CheckFailed, as_number, call_student, checker, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, require_prediction
+from .experiment import compare_prediction, read_prediction
+
+
+def _names_used(fn: Any) -> set[str]:
+    """Global names the learner's function (and the functions defined inside it) refers to."""
+    code = getattr(fn, "__code__", None)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        names |= set(c.co_names)
+        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    return names
+
+
+def _refuse_library(fn: Any, library: Callable[..., Any], how: str) -> None:
+    """Fail when the learner's function is, or calls, the course_utils function the exercise asks them to write."""
+    name = library.__name__
+    if fn is library or getattr(fn, "__wrapped__", None) is library or name in _names_used(fn):
+        raise CheckFailed(f"your function uses course_utils' {name}, which is the answer: {how}")
 
 
 # ---------------------------------------------------------------- 12.1 BERT's masking rule
@@ -30,12 +53,18 @@ def _mask_shares(ids: Tensor, inputs: Tensor, targets: Tensor, mask_id: int) -> 
 @checker("12.1", "BERT's masking rule")
 def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
     """Check ``fn(ids, vocab_size, mask_id, rate, generator)`` returns (inputs, targets) by BERT's 80/10/10 rule."""
-    for vocab_size, rate, seed in ((65, 0.15, 0), (30, 0.3, 1), (100, 0.05, 2)):
+    _refuse_library(fn, _mlm.bert_mask, "write the rule yourself with torch.rand and torch.randint.")
+    for vocab_size, rate, seed, extra in ((65, 0.15, 0, 0), (30, 0.3, 1, 3), (100, 0.05, 2, 0), (4, 0.5, 3, 0)):
         g = torch.Generator().manual_seed(seed)
         ids = torch.randint(0, vocab_size, (200, 400), generator=g)  # 80,000 positions
-        mask_id = vocab_size  # one id past the characters, as in the chapter
-        out = call_student(fn, ids, vocab_size, mask_id, rate, torch.Generator().manual_seed(seed + 10),
-                           what="your bert_mask")
+        mask_id = vocab_size + extra  # an id past the characters (the chapter's is vocab_size itself)
+        with torch.random.fork_rng():  # the learner's global generator is left as it was
+            torch.manual_seed(1000 + seed)
+            out = call_student(fn, ids, vocab_size, mask_id, rate, torch.Generator().manual_seed(seed + 10),
+                               what="your bert_mask")
+            torch.manual_seed(2000 + seed)  # another global state: a draw that ignores `generator` changes
+            again = call_student(fn, ids, vocab_size, mask_id, rate, torch.Generator().manual_seed(seed + 10),
+                                 what="your bert_mask")
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise CheckFailed(f"bert_mask should return a pair (inputs, targets), got {type(out).__name__}")
         inputs = expect_tensor(out[0], "inputs", tuple(ids.shape))
@@ -43,6 +72,17 @@ def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
         if inputs.dtype != torch.long or targets.dtype != torch.long:
             raise CheckFailed(f"inputs and targets should hold token ids (torch.long), got {inputs.dtype} "
                               f"and {targets.dtype}")
+        same = isinstance(again, (tuple, list)) and len(again) == 2 and all(
+            isinstance(a, Tensor) and a.shape == b.shape and torch.equal(a, b) for a, b in zip(again, out, strict=True))
+        if not same:
+            raise CheckFailed("Two calls with generators seeded the same way gave different results: some random "
+                              "draw does not use `generator`. Pass generator=generator to every torch.rand, "
+                              "torch.randint or torch.bernoulli call.")
+        if bool(((inputs >= vocab_size) & (inputs != mask_id)).any()) or bool((inputs < 0).any()):
+            bad = inputs[((inputs >= vocab_size) & (inputs != mask_id)) | (inputs < 0)]
+            raise CheckFailed(f"A random replacement is id {int(bad[0])}, which is not a character: with "
+                              f"vocab_size={vocab_size} and mask_id={mask_id}, draw random ids from [0, vocab_size) "
+                              "(torch.randint's upper end is excluded), so a random id is never [MASK] or beyond.")
         chosen = targets != IGNORE
         if bool(chosen.all()):
             raise CheckFailed("Every position has a target: the loss is on the chosen positions only, so the "
@@ -63,9 +103,6 @@ def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
         if bool((targets[chosen] != ids[chosen]).any()):
             raise CheckFailed("A target should be the original character at its position, not what the input "
                               "shows there after masking or replacement.")
-        if bool((inputs < 0).any()) or bool((inputs > mask_id).any()):
-            raise CheckFailed(f"Inputs hold ids outside [0, {mask_id}]: random replacements come from the "
-                              f"vocabulary [0, vocab_size).")
         if s["mask"] > 0.97:
             raise CheckFailed("Every chosen position became [MASK]: BERT masks 80 % of them, replaces 10 % "
                               "with a random character and leaves 10 % unchanged.")
@@ -79,7 +116,7 @@ def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
                                   f"{s[key]:.0%}: draw one number per chosen position and split it 0.8 / 0.1 / "
                                   "0.1.")
         replaced = inputs[chosen & (inputs != mask_id) & (inputs != ids)]
-        if replaced.numel() and int(replaced.unique().numel()) < vocab_size // 2:
+        if replaced.numel() and int(replaced.unique().numel()) < max(2, vocab_size // 2):
             raise CheckFailed("The random replacements use only a few ids: draw each one uniformly from "
                               "[0, vocab_size).")
     return "Of the chosen positions about 80 % show [MASK], 10 % a random character and 10 % their own."
@@ -89,6 +126,7 @@ def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
 @checker("12.2", "cutting an image into patches")
 def check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
     """Check ``fn(images, patch)``: (B, C, H, W) -> (B, H/p * W/p, C * p * p), patches row by row."""
+    _refuse_library(fn, _vit.patchify, "write it with reshape and permute (or F.unfold).")
     g = torch.Generator().manual_seed(0)
     for shape, p in (((2, 1, 8, 8), 2), ((3, 3, 6, 4), 2), ((1, 2, 12, 12), 4), ((2, 1, 8, 8), 8), ((1, 1, 4, 6), 1)):
         x = torch.randn(shape, generator=g)
@@ -111,97 +149,208 @@ def check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
                      mistakes=mistakes)
 
 
-# ---------------------------------------------------------------- 12.3 shuffled patches (experiment)
-SHUFFLE_OPTIONS = {
-    "same": "accuracy stays within a few points: a patch is recognisable wherever it is",
-    "some": "accuracy falls by more than a few points but stays far above chance",
-    "chance": "accuracy falls to near chance (10 %): without the right positions the image is noise",
+# ---------------------------------------------------------------- 12.3 the ViT and its positions (experiment)
+POSITION_OPTIONS = {
+    "zeroing": "zeroing the position vectors costs more accuracy than the worst shuffle",
+    "shuffling": "the worst shuffle costs more accuracy than zeroing the position vectors",
+    "neither": "both cost less than 5 points: the model hardly uses where a patch sits",
 }
-SHUFFLE_EXPECTED = Expected(
-    quantity="test accuracy of the shipped ViT with the patches shuffled",
-    low=0.5, high=0.96,
-    meaning="a quarter of a digit says much about the digit wherever it sits, and the rest of what the model "
-            "knows about layout comes from the position vectors, which now point to the wrong places.",
-    below="Near chance: did you move single pixels or rows instead of whole patches, or use another "
-          "permutation than `perm`?",
-    above="Did you shuffle the way `perm` says, for every image, and reassemble the image before calling the "
-          "model?",
-)
+EXPLAIN = {
+    "zeroing": "Without positions the model still sees every patch, and a quarter of a digit says much about the "
+               "digit wherever it sits: it loses little. A shuffle is worse than no positions at all, because the "
+               "positions it keeps now point to the wrong places.",
+    "neither": "Some shuffles cost little (swapping two patches the model reads alike), but others mislead it badly: "
+               "look at the worst one.",
+    "shuffling": "Without positions the model loses a few points; with positions attached to the wrong patches it "
+                 "loses far more: using positions and being misled by wrong ones are different things.",
+}
 
 
 def _shuffle_reference(images: Tensor, perm: Tensor, patch: int) -> Tensor:
-    B, H, W = images.shape
-    rows, cols = H // patch, W // patch
-    patches = patchify(images, patch)[:, perm]  # (B, N, p p): patch i goes where patch perm[i] was
-    grid = patches.reshape(B, rows, cols, patch, patch)  # (B, rows, cols, p, p)
-    return grid.permute(0, 1, 3, 2, 4).reshape(B, H, W)  # (B, H, W)
+    """Images (B, H, W) whose patch i is the input's patch perm[i] (the same permutation for every image)."""
+    return unpatchify(patchify(images, patch)[:, perm], images.shape[-1])  # (B, H, W)
 
 
-@checker("12.3", "shuffled patches")
-def check_shuffled_patches(prediction: str | Callable[[], str], fn: Callable[..., Tensor],
-                           model: nn.Module | None = None, images: Tensor | None = None,
-                           labels: Tensor | None = None, patch: int | None = None) -> str:
-    """Check ``fn(images, perm, patch)`` shuffles the patches of (B, H, W) images, then judge the accuracy.
+def non_identity_permutations(n: int) -> list[tuple[int, ...]]:
+    """Every order of n patches except the identity, in itertools' order (23 for the recipe's 4 patches)."""
+    return [p for p in itertools.permutations(range(n)) if p != tuple(range(n))]
 
-    ``prediction`` is "same" or "drops", or a function returning it. By default the model is the
-    shipped ViT (``course_utils/assets/vit_digits.pt``) and the images are the chapter's test split.
+
+@torch.no_grad()
+def position_reference(model: nn.Module, images: Tensor, labels: Tensor, patch: int,
+                       keep_cls: bool = False) -> dict[str, Any]:
+    """The experiment done right: plain accuracy, with every position vector zeroed, under each shuffle."""
+    model.eval()
+
+    def acc(m: nn.Module, x: Tensor) -> float:
+        return float((m(x).argmax(-1) == labels).float().mean())
+
+    zeroed = zero_positions(model)
+    if keep_cls:  # the mistake of zeroing the patches' positions only
+        zeroed.pos[:, 0] = model.pos[:, 0]
+    n = (images.shape[-1] // patch) ** 2
+    return {"plain": acc(model, images), "zeroed": acc(zeroed, images),
+            "shuffled": [acc(model, _shuffle_reference(images, torch.tensor(p), patch))
+                         for p in non_identity_permutations(n)]}
+
+
+def _read_result(got: Any, n_perms: int) -> dict[str, Any]:
+    """The learner's returned dict as {"plain": float, "zeroed": float, "shuffled": [float, ...]}."""
+    if not isinstance(got, dict) or {"plain", "zeroed", "shuffled"} - set(got):
+        raise CheckFailed("position_experiment should return a dict with the keys 'plain', 'zeroed' and "
+                          f"'shuffled', got {type(got).__name__}"
+                          + (f" with the keys {sorted(got)}" if isinstance(got, dict) else ""))
+    shuffled = got["shuffled"]
+    if isinstance(shuffled, Tensor):
+        shuffled = shuffled.tolist()
+    if not isinstance(shuffled, (list, tuple)):
+        raise CheckFailed(f"'shuffled' should be a list of accuracies, one per permutation, got "
+                          f"{type(shuffled).__name__}")
+    if len(shuffled) == n_perms + 1:
+        raise CheckFailed(f"'shuffled' holds {len(shuffled)} accuracies: leave out the identity (the unshuffled "
+                          f"order), which is 'plain'; {n_perms} permutations remain.")
+    if len(shuffled) != n_perms:
+        raise CheckFailed(f"'shuffled' should hold one accuracy for each of the {n_perms} non-identity "
+                          f"permutations of the patches, got {len(shuffled)}")
+    values = [as_number(v, "each accuracy in 'shuffled'") for v in shuffled]
+    out = {"plain": as_number(got["plain"], "'plain'"), "zeroed": as_number(got["zeroed"], "'zeroed'"),
+           "shuffled": values}
+    if any(not 0.0 <= v <= 1.0 for v in [out["plain"], out["zeroed"], *values]):
+        raise CheckFailed("Accuracies are shares between 0 and 1 (0.94, not 94).")
+    return out
+
+
+def _agrees(got: dict[str, Any], want: dict[str, Any], n_images: int) -> list[str]:
+    """The keys on which the learner's measurement differs from the reference by more than one image."""
+    tol = 1.0 / n_images + 1e-6
+    bad = [k for k in ("plain", "zeroed") if abs(got[k] - want[k]) > tol]
+    if any(abs(a - b) > tol for a, b in zip(sorted(got["shuffled"]), sorted(want["shuffled"]), strict=True)):
+        bad.append("shuffled")
+    return bad
+
+
+def _position_ranges(info: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """The ranges a correct run lands in: the shipped runs' spread over seeds, widened by 3 points."""
+    rows = info["result"]["positions"]  # one dict per seed of the benchmark
+    out = {}
+    for key in ("zeroed_drop", "worst_drop"):
+        values = [r[key] for r in rows]
+        out[key] = (max(0.0, min(values) - 0.03), min(1.0, max(values) + 0.03))
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+@checker("12.3", "the ViT and its positions")
+def check_position_experiment(prediction: Any, shuffle_fn: Callable[..., Tensor],
+                              experiment_fn: Callable[..., Any]) -> str:
+    """Check the shuffle, re-run the learner's ``experiment_fn(model, images, labels, patch)`` and judge it.
+
+    The learner's function runs on the shipped ViT and the chapter's test images, and again on a
+    second model and a subset of images, where the checker knows the answers too: numbers that do
+    not come from measuring the model it was given fail.
     """
-    if callable(prediction):
-        prediction = call_student(prediction, what="your prediction")
-    key = require_prediction(prediction, SHUFFLE_OPTIONS)
-    if model is None:
-        model, info = load_vit()
-        patch = info["recipe"]["model"]["patch"]
-    if images is None or labels is None:
-        _, _, images, labels = load_digits_split(VIT_RECIPE["test_size"], VIT_RECIPE["seed"])
-    patch = patch or 2
+    key = read_prediction(prediction, POSITION_OPTIONS)
     g = torch.Generator().manual_seed(0)
     x = torch.rand(2, 8, 8, generator=g)
     for p in (2, 4):
         perm = torch.randperm((8 // p) ** 2, generator=g)
-        got = call_student(fn, x.clone(), perm.clone(), p, what="your shuffle_patches")
-        want = _shuffle_reference(x, perm, p)
+        got = call_student(shuffle_fn, x.clone(), perm.clone(), p, what="your shuffle_patches")
         if isinstance(got, Tensor) and tuple(got.shape) == (2, (8 // p) ** 2, p * p):
             raise CheckFailed("The result is not reassembled into images: put the shuffled patches back into "
                               "(B, H, W) images the model can read.")
-        expect_close(got, want, f"shuffle_patches(images, perm, patch={p})", mistakes={
+        patches = patchify(x, p)[:, perm]  # (B, N, p p)
+        expect_close(got, _shuffle_reference(x, perm, p), f"shuffle_patches(images, perm, patch={p})", mistakes={
             "The patches moved the other way: position i of the result holds patch perm[i] (patches[:, perm]).":
                 _shuffle_reference(x, torch.argsort(perm), p),
+            "The patches were put back with a plain reshape, which cuts each patch into strips: permute "
+            "(B, rows, cols, p, p) to (B, rows, p, cols, p) before the reshape to (B, H, W).":
+                patches.reshape(2, 8, 8),
+            "The image came back unshuffled: use `perm` to reorder the patches.": x,
         })
-    perm = torch.randperm((8 // patch) ** 2, generator=torch.Generator().manual_seed(1))
+    model, info = load_vit()
+    patch = info["recipe"]["model"]["patch"]
+    _, _, images, labels = load_digits_split(info["recipe"]["test_size"], info["recipe"]["split_seed"])
+    n_perms = len(non_identity_permutations((8 // patch) ** 2))
+    want = position_reference(model, images, labels, patch)
+    got = _read_result(call_student(experiment_fn, model, images, labels, patch, what="your position_experiment"),
+                       n_perms)
+    if bad := _agrees(got, want, len(labels)):
+        if "zeroed" in bad and abs(got["zeroed"] - position_reference(
+                model, images, labels, patch, keep_cls=True)["zeroed"]) <= 1.0 / len(labels):
+            raise CheckFailed("'zeroed' keeps the class token's position vector: zero every row of model.pos "
+                              "(the class token's too), on a copy of the model.")
+        if bad == ["plain"] or (abs(got["plain"] - want["plain"]) > 0.02 and "plain" in bad):
+            raise CheckFailed(f"'plain' should be the shipped ViT's accuracy on the {len(labels)} test images it "
+                              "was given, unshuffled and in eval mode (model.eval(): dropout off).")
+        raise CheckFailed(f"Your {' and '.join(repr(b) for b in bad)} differ from the same measurement made "
+                          "by the checker on the model and images your function was given. Did you use the "
+                          "arguments (not globals), model.eval(), every non-identity permutation, and your "
+                          "shuffle_patches with the given patch size?")
+    # the same function on another model and fewer images: a measurement follows its inputs
+    other = zero_positions(model)
     with torch.no_grad():
-        model.eval()
-        shuffled = _shuffle_reference(images, perm, patch)
-        accuracy = float((model(shuffled).argmax(-1) == labels).float().mean())
-        plain = float((model(images).argmax(-1) == labels).float().mean())
-    verdict = judge_range(accuracy, SHUFFLE_EXPECTED, what="the measured accuracy")
-    outcome = "same" if accuracy > plain - 0.03 else "chance" if accuracy < 0.3 else "some"
-    return verdict + " " + compare_prediction(key, outcome, {
-        "same": "The encoder itself ignores order; the position vectors added to the patches do not, and after "
-                "the shuffle they describe the wrong places.",
-        "chance": "Each patch still carries a quarter of the digit's strokes, and the class token reads all of "
-                  "them: that survives any order."})
+        other.pos.copy_(model.pos[:, torch.tensor([0, 2, 1, 4, 3])] if model.pos.shape[1] == 5 else model.pos.flip(1))
+    few = slice(0, 300)
+    want2 = position_reference(other, images[few], labels[few], patch)
+    got2 = _read_result(call_student(experiment_fn, other, images[few], labels[few], patch,
+                                     what="your position_experiment"), n_perms)
+    if got2 == got or _agrees(got2, want2, 300):
+        raise CheckFailed("On another model and 300 of the images your position_experiment does not return "
+                          "what that model scores: measure the model and images it is given, do not return "
+                          "fixed numbers.")
+    zeroed_drop = got["plain"] - got["zeroed"]
+    worst_drop = got["plain"] - min(got["shuffled"])
+    ranges = _position_ranges(info)
+    for _, value, (low, high), what in (
+            ("zeroed_drop", zeroed_drop, ranges["zeroed_drop"], "the points lost with positions zeroed"),
+            ("worst_drop", worst_drop, ranges["worst_drop"], "the points lost under the worst shuffle")):
+        if not low <= value <= high:
+            raise CheckFailed(f"{what.capitalize()}, {100 * value:.1f}, is outside the range of the shipped runs "
+                              f"({100 * low:.0f} to {100 * high:.0f}): check which accuracies you subtract.")
+    outcome = ("neither" if max(zeroed_drop, worst_drop) < 0.05 else
+               "zeroing" if zeroed_drop > worst_drop else "shuffling")
+    shuffled = got["shuffled"]
+    lo_z, hi_z = ranges["zeroed_drop"]
+    lo_w, hi_w = ranges["worst_drop"]
+    return (f"Your run: plain {_pct(got['plain'])}; positions zeroed {_pct(got['zeroed'])} "
+            f"(-{100 * zeroed_drop:.1f} points; shipped runs: {100 * lo_z:.0f} to {100 * hi_z:.0f}); "
+            f"{len(shuffled)} shuffles {_pct(min(shuffled))} to {_pct(max(shuffled))}, mean "
+            f"{_pct(sum(shuffled) / len(shuffled))} (worst -{100 * worst_drop:.1f} points; shipped runs: "
+            f"{100 * lo_w:.0f} to {100 * hi_w:.0f}). "
+            + compare_prediction(key, outcome, EXPLAIN))
 
 
 # ---------------------------------------------------------------- 12.4 a baseline at equal size (design)
+TRANSFORMER_PARTS = ("Attention", "Transformer", "EncoderBlock", "DecoderBlock")
+
+
 @checker("12.4", "a baseline with the ViT's parameter count")
 def check_baseline_design(fn: Callable[[int], nn.Module]) -> str:
-    """Check ``fn(target)`` returns a module mapping (B, 8, 8) digits to (B, 10) logits, target +- 5 % parameters."""
+    """Check ``fn(target)`` returns a non-Transformer module mapping (B, 8, 8) digits to (B, 10), target +- 5 %."""
     images = torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(0))
-    counts = {}
+    counts, models = {}, {}
     for target in (69_194, 20_000, 150_000):
         model = call_student(fn, target, what="your make_baseline")
         if not isinstance(model, nn.Module):
             raise CheckFailed(f"make_baseline should return an nn.Module, got {type(model).__name__}")
+        parts = sorted({type(m).__name__ for m in model.modules()
+                        if any(t.lower() in type(m).__name__.lower() for t in TRANSFORMER_PARTS)})
+        if parts:
+            raise CheckFailed(f"Your model contains {', '.join(parts)}: a Transformer is not a baseline for a "
+                              "Transformer. Build a non-Transformer model: an MLP (nn.Linear layers) or a small "
+                              "CNN (nn.Conv2d).")
         try:
             with torch.no_grad():
-                out = model(images)
+                out = model.eval()(images)
         except Exception as error:  # the learner's module may fail in any way
             raise CheckFailed(f"your model cannot read a batch of images of shape (3, 8, 8): "
                               f"{type(error).__name__}: {error}. Flatten the 8 x 8 pixels first (nn.Flatten), "
                               "or add a channel dimension for a convolution.") from None
         expect_tensor(out, "the model's output for 3 images", (3, 10))
-        counts[target] = count_params(model)
+        counts[target], models[target] = count_params(model), model
     if len(set(counts.values())) == 1:
         raise CheckFailed("The size does not change with the target: compute the width from `target`.")
     for target, n in counts.items():
@@ -209,13 +358,18 @@ def check_baseline_design(fn: Callable[[int], nn.Module]) -> str:
             raise CheckFailed(f"For a target of {target:,} parameters the model has {n:,}, more than 5 % away. "
                               "Each nn.Linear(a, b) holds a b + b parameters (weights and biases); "
                               "count them with sum(p.numel() for p in model.parameters()).")
-    return "Equal parameter counts make the comparison about the architecture, not about its size."
+    vit, _ = load_vit()
+    mine, theirs = multiply_adds(models[69_194]), multiply_adds(vit)
+    return (f"At the ViT's size your model has {counts[69_194]:,} parameters and does {mine:,} multiply-adds per "
+            f"image; the ViT does {theirs:,}, {theirs / max(mine, 1):.1f} times as many. Equal parameters is one "
+            "fair axis, equal compute is another: the chapter's table gives both.")
 
 
 # ---------------------------------------------------------------- 12.5 compute-optimal split (derive)
 @checker("12.5", "the compute-optimal split")
-def check_compute_optimal(fn: Callable[[float, float], Any]) -> None:
+def check_compute_optimal(fn: Callable[[float, float], Any]) -> str:
     """Check ``fn(compute, tokens_per_param)`` returns (N, D) with 6 N D = compute and D = tokens_per_param N."""
+    _refuse_library(fn, _scaling.compute_optimal, "derive N and D from C = 6 N D and D = r N yourself.")
     for compute, ratio in ((5.76e23, 20.0), (1e21, 20.0), (3.14e23, 1.7), (1e18, 100.0)):
         got = call_student(fn, compute, ratio, what="your optimal_split")
         if not isinstance(got, (tuple, list)) or len(got) != 2:
@@ -235,3 +389,7 @@ def check_compute_optimal(fn: Callable[[float, float], Any]) -> None:
             if not math.isclose(value, want, rel_tol=1e-3):
                 raise CheckFailed(f"For C = {compute:.3g} and {ratio:g} tokens per parameter, {what} should be "
                                   f"about {want:.3g}, got {value:.3g}: solve C = 6 N D with D = ratio * N.")
+    n, d = (as_number(v, "N and D") for v in call_student(fn, 5.76e23, 20.0, what="your optimal_split"))
+    return (f"Gopher's budget (5.76e23 operations) at 20 tokens per parameter buys N = {n:.3g} parameters "
+            f"trained on D = {d:.3g} tokens (by your function): about Chinchilla's 70 billion on 1.4 trillion, "
+            "a quarter of Gopher's 280 billion.")

@@ -7,14 +7,18 @@ miniature), one row of Table 3 (:func:`run_row`) and the shipped results. Chapte
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ablations import build_variant, train_measured
+import torch
+from torch import Tensor, nn
+
+from ..ablations import build_variant, measurements, measuring_callbacks
 from ..data import VOCAB_SIZE, random_batch
 from ..evaluation import evaluate_by_length
 from ..model import TransformerConfig
-from ..training import TrainConfig
-from .core import Recipe, load_asset, seeded
+from ..validate import check_bool
+from .core import Recipe, load_asset, run
 from .reversal import FAST_RECIPE
 
 ABLATIONS_FILE = "ablations.json"
@@ -30,9 +34,18 @@ QUICK_BUDGET = {"steps": 150, "warmup": 15, "batch_size": 64}  # --quick: a thir
 
 def ablations_recipe(quick: bool = False) -> Recipe:
     """The full recipe of ``ablations.json``: the baselines' recipe (Chapter 6's fast one) and Table 3's."""
+    check_bool("quick", quick)
     return {"baselines": FAST_RECIPE, "baselines_quick": QUICK_BUDGET if quick else None,
             "table3_base_model": BASE_MODEL, "table3_train": BASE_TRAIN,
             "depth_train": DEPTH_TRAIN, "table3_data": TABLE3_DATA}
+
+
+def _build_row(recipe: Recipe) -> nn.Module:
+    return build_variant(TransformerConfig(**recipe["model"]), **recipe["variant"])
+
+
+def _row_batches(recipe: Recipe, generator: torch.Generator) -> Callable[[int], Sequence[Tensor]]:
+    return lambda step: random_batch(recipe["batch_size"], recipe["min_len"], recipe["max_len"], generator)
 
 
 def run_row(
@@ -51,11 +64,14 @@ def run_row(
     is not finite), exact_match (greedy, %, mean over lengths min_len..max_len), steps_to_99
     and grad_norm_layer1 (see :func:`course_utils.ablations.train_measured`).
     """
-    config = TransformerConfig(src_vocab_size=VOCAB_SIZE, tgt_vocab_size=VOCAB_SIZE, **model_kwargs)
-    generator = seeded(seed)
-    model = build_variant(config, seed=seed, **(variant or {}))
-    measured = train_measured(model, lambda step: random_batch(batch_size, min_len, max_len, generator),
-                              TrainConfig(**train_kwargs))
+    recipe: Recipe = {
+        "model": {"src_vocab_size": VOCAB_SIZE, "tgt_vocab_size": VOCAB_SIZE, **model_kwargs},
+        "train": dict(train_kwargs), "seed": seed, "variant": dict(variant or {}),
+        "batch_size": batch_size, "min_len": min_len, "max_len": max_len,
+    }
+    accuracy, grads = measuring_callbacks()
+    model, history, _ = run(recipe, _build_row, _row_batches, progress=False, callbacks=[accuracy, grads])
+    measured = measurements(history, accuracy, grads)
     history = measured["history"]
     final = sum(history.losses[-20:]) / 20
     finite = math.isfinite(final)

@@ -21,7 +21,7 @@ from ..evaluation import evaluate_by_length
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..model import Transformer, TransformerConfig
 from ..training import Callback, StepsTo, TrainHistory
-from ..validate import as_index, check_int, check_positive_int
+from ..validate import as_index, check_positive_int, check_seed
 from .core import Recipe, asset_path, check_recipe, load, read_checkpoint, run
 
 REVERSAL_CHECKPOINT = "reversal_transformer.pt"
@@ -150,7 +150,7 @@ class HeldOutExactMatch(StepsTo):
     def __init__(self, target: float = 0.995, every: int = 25, lengths: Sequence[int] = range(3, 11),
                  n: int = 50, seed: int = 99):
         super().__init__(target, every)
-        self.lengths, self.n, self.seed = list(lengths), check_positive_int("n", n), check_int("seed", seed)
+        self.lengths, self.n, self.seed = list(lengths), check_positive_int("n", n), check_seed("seed", seed)
         if not self.lengths or not all(as_index(x) is not None and x >= 1 for x in self.lengths):
             raise ValueError(f"lengths must be a non-empty list of positive ints, got {self.lengths!r:.60}")
 
