@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from .attention import MultiHeadAttention
-from .charlm import model_bits_per_char
+from .charlm import CharVocab, load_corpus, model_bits_per_char, train_val_ids
 from .flash import linear_attention
 from .gpt import DecoderOnly
 from .masks import causal_mask
@@ -273,7 +273,15 @@ def convert_to_gqa(model: DecoderOnly, n_kv_heads: int,
     return new
 
 
-# ---------------------------------------------------------------- scoring
+# ---------------------------------------------------------------- data and scoring
+def charlm_data() -> tuple[CharVocab, Tensor, Tensor]:
+    """(vocabulary, training ids, validation ids) of the tiny Shakespeare character task (Chapter 8). Chapter 11."""
+    text = load_corpus()
+    vocab = CharVocab(text)
+    train_ids, val_ids = train_val_ids(text, vocab)
+    return vocab, train_ids, val_ids
+
+
 def bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int) -> float:
     """Validation bits per character over consecutive blocks (Chapter 8's measure). Chapter 11."""
     check_module("model", model)

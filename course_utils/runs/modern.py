@@ -19,22 +19,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch, load_corpus, train_val_ids
+from ..charlm import CharVocab, lm_batch
 from ..gpt import DecoderOnly
-from ..modern import ModernLM, ModernLMConfig, bits_per_char, convert_to_gqa, count_parameters
+from ..modern import ModernLM, ModernLMConfig, bits_per_char, charlm_data, convert_to_gqa, count_parameters
 from ..norm import LayerNorm
 from ..training import TrainConfig, train
 from ..validate import check_choice, check_int, check_module, check_number, check_positive_int, check_rank
 from .charlm import CHARLM_RECIPE, load_charlm
 from .core import load_asset, run
-
-
-def charlm_data() -> tuple[CharVocab, Tensor, Tensor]:
-    """(vocabulary, training ids, validation ids) of the tiny Shakespeare character task (Chapter 8). Chapter 11."""
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
-    return vocab, train_ids, val_ids
 
 
 def _lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
