@@ -23,7 +23,8 @@ FFN_ACTIVATIONS_FILE = "ffn_activations.json"
 # Chapter 11's modern-block table's 2017 block (d_model 64, 2 layers, d_ff 256, 500 steps); the
 # gated FFNs get a hidden width of 2/3 d_ff so that every row has the same number of parameters.
 FFN_ACTIVATIONS_RECIPE: dict[str, Any] = {
-    **{k: v for k, v in MODERN_BLOCK_RECIPE.items() if k not in ("variants", "spread_seeds", "spread_variants", "seeds", "eval_window")},
+    **{k: v for k, v in MODERN_BLOCK_RECIPE.items()
+       if k not in ("variants", "spread_seeds", "spread_variants", "seeds", "eval_window")},
     "activations": {"ReLU": "relu", "GELU": "gelu", "SwiGLU": "swiglu", "GeGLU": "geglu"},
     "seeds": [0, 1, 2],
 }
