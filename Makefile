@@ -9,7 +9,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX := .vendor/static/vendor/mathjax/tex-chtml.js
 NB ?= chapters/*.ipynb
 
-.PHONY: book test lab student reset solution execute setup vendor clean bench pdf
+.PHONY: book test check lab student reset solution execute setup vendor clean bench pdf
 
 ## set-up: create the virtual environment if missing and install exactly requirements.txt
 setup: $(STAMP)
@@ -35,6 +35,10 @@ book: $(STAMP) $(MATHJAX)
 
 test: $(STAMP) $(MATHJAX)
 	bash scripts/test_all.sh
+
+## the quick edit loop: ruff, the type check, the freshness check and the unit tests (no notebooks)
+check: $(STAMP)
+	$(BIN)/python scripts/test_all.py --only ruff,mypy,fresh,unit
 
 ## the whole book as one PDF (_build/pdf/book.pdf), printed offline by the browser check's Chromium
 pdf: book

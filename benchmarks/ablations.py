@@ -1,8 +1,8 @@
 """Benchmark: Chapter 10's measurements; prints progress lines and ends with one JSON line.
 
 Usage:
-    python benchmarks/ablations.py                       # everything (writes course_utils/assets/ablations.json)
-    python benchmarks/ablations.py --rows base,no_residual --no-save
+    python benchmarks/ablations.py --write               # everything (writes course_utils/assets/ablations.json)
+    python benchmarks/ablations.py --rows base,no_residual   # prints only
     python benchmarks/ablations.py --list                # the row names
 
 Three parts:
@@ -31,11 +31,11 @@ from typing import Any
 
 import torch
 
-from course_utils.ablations import seq2seq_counts, table1_counts, train_measured
+from course_utils.ablations import measurements, measuring_callbacks, seq2seq_counts, table1_counts
 from course_utils.baselines import GRUConfig, GRUSeq2Seq
 from course_utils.data import VOCAB_SIZE, random_batch
 from course_utils.evaluation import evaluate_by_length
-from course_utils.runs import asset_path, seeded
+from course_utils.runs import asset_path, run
 from course_utils.runs.ablations import (
     ABLATIONS_FILE,
     BASE_MODEL,
@@ -47,7 +47,7 @@ from course_utils.runs.ablations import (
     run_row,
 )
 from course_utils.runs.reversal import FAST_RECIPE, build_model, reversal_batch_fn
-from course_utils.training import TrainConfig, masked_cross_entropy
+from course_utils.training import masked_cross_entropy
 
 # -- Table 3 in miniature --------------------------------------------------------------------
 # the recipe constants live in course_utils.runs.ablations (the freshness check reads them)
@@ -108,10 +108,10 @@ def run_baseline(name: str, n_per_length: int, quick: bool = False) -> dict[str,
     if quick:
         recipe["train"].update(steps=QUICK_BUDGET["steps"], warmup=QUICK_BUDGET["warmup"])
         recipe["batch_size"] = QUICK_BUDGET["batch_size"]
-    generator = seeded(recipe["seed"])
-    model = build_model(recipe) if name == "transformer" else gru_model(attention=name == "gru_bahdanau")
-    measured = train_measured(model, reversal_batch_fn(recipe, generator), TrainConfig(**recipe["train"]))
-    history = measured["history"]
+    build = build_model if name == "transformer" else (lambda _: gru_model(attention=name == "gru_bahdanau"))
+    accuracy, grads = measuring_callbacks()
+    model, history, _ = run(recipe, build, reversal_batch_fn, progress=False, callbacks=[accuracy, grads])
+    measured = measurements(history, accuracy, grads)
     results = evaluate_by_length(model, range(3, 16), n_per_length)
     return {
         "params": sum(p.numel() for p in model.parameters()),
@@ -182,7 +182,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="baselines with a smaller common budget (150 steps of batch 64), not the fast recipe's")
     parser.add_argument("--list", action="store_true", help="print the row names and exit")
-    parser.add_argument("--no-save", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--write", action="store_true", help="write the shipped result (default: print only)")
     parser.add_argument("--out", default=str(asset_path(ABLATIONS_FILE)), help="where to write the JSON asset")
     args = parser.parse_args()
     if args.list:
@@ -196,10 +196,10 @@ def main() -> None:
         sys.exit(f"--rows: unknown row(s) {unknown}; run with --list to see the names")
     start = time.perf_counter()
     out = Path(args.out)
-    previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() and not args.no_save else {}
+    previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() and args.write else {}
 
     def save() -> None:  # after every part and row, so an interrupted run keeps what it measured
-        if args.no_save:
+        if not args.write:
             return
         merged = {**previous, **result}
         if "table3" in result and "table3" in previous:

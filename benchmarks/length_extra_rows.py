@@ -1,8 +1,8 @@
 """Benchmark: two rows Chapter 9 discusses beyond its main experiment; writes one JSON asset.
 
 Usage:
-    python benchmarks/length_extra_rows.py            # writes course_utils/assets/length_extra_rows.json
-    python benchmarks/length_extra_rows.py --no-write
+    python benchmarks/length_extra_rows.py            # prints the record
+    python benchmarks/length_extra_rows.py --write    # and writes course_utils/assets/length_extra_rows.json
 
 - ``randomized``, scored two ways: with the plain positions 0, 1, 2, ... (as the main
   experiment scores every scheme) and with random positions at test time too, one sorted random
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--no-write", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--write", action="store_true", help="write the shipped result (default: print only)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -78,7 +78,7 @@ def main() -> None:
     record["total_seconds"] = round(time.perf_counter() - start, 1)
     record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
                          "cpu_cores": os.cpu_count()}
-    if not args.no_write:
+    if args.write:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 

@@ -1,9 +1,9 @@
 """Benchmark: length generalisation of string reversal under every positional scheme (Chapter 9).
 
 Usage:
-    python benchmarks/length_generalisation.py                 # every scheme, writes the JSON asset
-    python benchmarks/length_generalisation.py --schemes rope t5 --no-write
-    python benchmarks/length_generalisation.py --parts long --update   # only the longer budget
+    python benchmarks/length_generalisation.py --write         # every scheme, writes the JSON asset
+    python benchmarks/length_generalisation.py --schemes rope t5          # prints only
+    python benchmarks/length_generalisation.py --parts long --update --write   # only the longer budget
 
 Each scheme is trained from scratch with the same model, steps, batch and seed (Chapter 6's fast
 recipe; only the positional scheme changes) on lengths 3-10, then evaluated by greedy decoding
@@ -64,7 +64,7 @@ def main() -> None:
                         f"long: {LONG_FACTOR}x the steps for schemes below {SLOW_BELOW:.0f} %% inside 3-10")
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's steps (smoke runs)")
     parser.add_argument("--n-per-length", type=int, default=100, help="test strings per length")
-    parser.add_argument("--no-write", action="store_true", help="do not write the JSON asset")
+    parser.add_argument("--write", action="store_true", help="write the shipped result (default: print only)")
     parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="where to write the JSON record")
     parser.add_argument("--update", action="store_true",
                         help="merge these results into the existing JSON record (times add up) instead of replacing it")
@@ -123,7 +123,7 @@ def main() -> None:
         old["total_seconds"] = round(old.get("total_seconds", 0.0) + record["total_seconds"], 1)
         old["recipe"] = record["recipe"]  # today's recipe: re-run every scheme whose recipe changed
         record = old
-    if not args.no_write:
+    if args.write:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record))
 

@@ -26,9 +26,8 @@ import torch
 
 from course_utils.data import random_batch
 from course_utils.evaluation import evaluate_by_length
-from course_utils.runs import seeded
-from course_utils.runs.reversal import FAST_RECIPE, build_model
-from course_utils.training import TrainConfig, train
+from course_utils.runs import run as run_recipe
+from course_utils.runs.reversal import FAST_RECIPE, build_model, reversal_batch_fn
 
 # the recipe before this table: from-scratch LayerNorm, PyTorch's fused attention, 450 steps at 5e-3
 OLD = {"model": {"fused_layer_norm": False, "sdpa_attention": True}, "train": {"steps": 450, "warmup": 45, "lr": 5e-3}}
@@ -60,11 +59,12 @@ def run(name: str) -> dict[str, Any]:
     recipe["train"].update(OLD["train"])
     recipe["model"].update(spec.get("model", {}))
     recipe["train"].update(spec.get("train", {}))
-    gen = seeded(recipe["seed"])
-    model = build_model(recipe)
     B, lo, hi = recipe["batch_size"], recipe["min_len"], recipe["max_len"]
-    batch_fn = _bucketed(B, lo, hi, gen) if spec.get("bucket") else (lambda step: random_batch(B, lo, hi, gen))
-    history = train(model, batch_fn, TrainConfig(**recipe["train"]), progress=False)
+
+    def batches(recipe: dict[str, Any], gen: torch.Generator) -> Callable[[int], tuple]:
+        return _bucketed(B, lo, hi, gen) if spec.get("bucket") else (lambda step: random_batch(B, lo, hi, gen))
+
+    model, history, _ = run_recipe(recipe, build_model, batches, progress=False)
     cpu = history.cpu_seconds
     exact = {n: round(100 * r["exact_match"], 1) for n, r in evaluate_by_length(model, range(3, 12), 200).items()}
     return {"variant": name, "train_seconds": round(history.seconds, 1), "train_cpu_seconds": round(cpu, 1),
@@ -75,17 +75,15 @@ def run(name: str) -> dict[str, Any]:
 def step_costs(rounds: int = 7, steps: int = 20) -> dict[str, Any]:
     """Median CPU and wall ms per training step of the fast recipe's model with each pair of kernels."""
     recipe = copy.deepcopy(FAST_RECIPE)
-    B, lo, hi = recipe["batch_size"], recipe["min_len"], recipe["max_len"]
     pairs = {f"{'fused' if ln else 'from-scratch'} LayerNorm, {'fused' if sdpa else 'explicit'} attention":
              {"fused_layer_norm": ln, "sdpa_attention": sdpa} for ln in (False, True) for sdpa in (True, False)}
     times: dict[str, list[float]] = {name: [] for name in pairs}
     walls: dict[str, list[float]] = {name: [] for name in pairs}
     for _ in range(rounds):
         for name, kernels in pairs.items():
-            gen = seeded(recipe["seed"])
-            model = build_model({**recipe, "model": {**recipe["model"], **kernels}})
-            history = train(model, lambda step, gen=gen: random_batch(B, lo, hi, gen),
-                            TrainConfig(steps=steps, lr=1e-3, warmup=0), progress=False)
+            timed = {**recipe, "model": {**recipe["model"], **kernels},
+                     "train": {"steps": steps, "lr": 1e-3, "warmup": 0}}
+            _, history, _ = run_recipe(timed, build_model, reversal_batch_fn, progress=False)
             times[name].append(1000 * history.cpu_seconds / steps)
             walls[name].append(1000 * history.seconds / steps)
     return {"cpu_ms_per_step": {name: round(sorted(t)[len(t) // 2], 1) for name, t in times.items()},

@@ -70,16 +70,18 @@ def build_variant(
     residual: bool = True,
     layer_norm: bool = True,
     d_k: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     feed_forward: bool = True,
 ) -> Transformer:
-    """A Transformer with one part removed or swapped, initialised from ``seed``. Chapter 10.
+    """A Transformer with one part removed or swapped. Chapter 10.
 
     positional: "sinusoidal" (the paper), "learned" (a trained table, Table 3 row E) or "none";
     residual=False drops every residual connection; layer_norm=False replaces every LayerNorm
     by the identity; d_k sets the query/key size per head (default d_model / h);
     feed_forward=False removes every position-wise feed-forward sub-layer (its output is zero,
-    so each block keeps only its attention sub-layers).
+    so each block keeps only its attention sub-layers). The weights come from the global
+    generator, as any module's: :func:`course_utils.runs.run` seeds it. ``seed`` (deprecated:
+    Chapter 10's notebook still passes it) seeds it here first.
     """
     if not isinstance(config, TransformerConfig):
         raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
@@ -88,12 +90,13 @@ def build_variant(
     for name, flag in (("residual", residual), ("layer_norm", layer_norm), ("feed_forward", feed_forward)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-    seed = check_seed("seed", seed)
+    seed = None if seed is None else check_seed("seed", seed)
     if d_k is not None:
         d_k = check_positive_int("d_k", d_k)
     # Chapter 9's switch (sinusoidal / learned / none) and the blocks' residual switch
     c = config = dataclasses.replace(config, positional=positional, residual=residual)
-    torch.manual_seed(seed)
+    if seed is not None:  # TODO(ch10 notebook): seed with utils.set_seed in the notebook, then drop this
+        torch.manual_seed(seed)
     model = Transformer(config)
     if d_k is not None:
         for block in list(model.encoder_layers) + list(model.decoder_layers):
@@ -146,7 +149,8 @@ class TrainBatchAccuracy(StepsTo):
     def __init__(self, target: float = 0.99, window: int = 10):
         super().__init__(target, 1)
         check_positive_int("window", window)
-        self.window, self.accs = window, []
+        self.window = window
+        self.accs: list[float] = []
 
     def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
         self.accs.append(sequence_accuracy(logits, batch[-1]))
@@ -158,14 +162,37 @@ class TrainBatchAccuracy(StepsTo):
 
 
 class FirstLayerGradNorm(Callback):
-    """The raw gradient norm of the first encoder block at each of the first ``steps`` steps. Chapter 10."""
+    """The raw gradient norm of the first encoder block at each of the first ``steps`` steps. Chapter 10.
 
-    def __init__(self, model: nn.Module, steps: int = 10):
-        self.model, self.steps, self.norms = check_module("model", model), check_positive_int("steps", steps), []
+    It reads the model that :func:`~course_utils.training.train` hands it at the start; models
+    without ``encoder_layers`` (the GRU baselines) record nothing.
+    """
+
+    def __init__(self, steps: int = 10):
+        self.steps = check_positive_int("steps", steps)
+        self.norms: list[float] = []
+        self.model: nn.Module | None = None
+
+    def on_train_begin(self, model: nn.Module) -> None:
+        self.model, self.norms = check_module("model", model), []
 
     def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
-        if hasattr(self.model, "encoder_layers") and step <= self.steps:
-            self.norms.append(layer_grad_norm(self.model))
+        if self.model is not None and hasattr(self.model, "encoder_layers") and step <= self.steps:
+            self.norms.append(layer_grad_norm(self.model))  # type: ignore[arg-type]
+
+
+def measuring_callbacks(grad_steps: int = 10) -> tuple[TrainBatchAccuracy, FirstLayerGradNorm]:
+    """The two measurements of a Table 3 row: steps to 99 % and the first layer's gradient norm. Chapter 10."""
+    return TrainBatchAccuracy(0.99, 10), FirstLayerGradNorm(grad_steps)
+
+
+def measurements(history: Any, accuracy: TrainBatchAccuracy, grads: FirstLayerGradNorm) -> dict[str, Any]:
+    """{"history", "steps_to_99", "grad_norm_layer1"} from a finished run's history and callbacks. Chapter 10."""
+    return {
+        "history": history,
+        "steps_to_99": accuracy.reached,
+        "grad_norm_layer1": float(f"{sum(grads.norms) / len(grads.norms):.4g}") if grads.norms else None,
+    }
 
 
 def train_measured(
@@ -180,15 +207,12 @@ def train_measured(
     :class:`TrainBatchAccuracy`'s ``reached`` (teacher-forced sequence accuracy of the last 10
     training batches >= 99 %, None if never); grad_norm_layer1 is the mean raw gradient norm
     of the first encoder block over the first ``grad_steps`` steps (None for models without
-    ``encoder_layers``). The measurements are not counted as training time.
+    ``encoder_layers``). The measurements are not counted as training time. A seeded run
+    passes :func:`measuring_callbacks` to :func:`course_utils.runs.run` instead.
     """
-    accuracy, grads = TrainBatchAccuracy(0.99, 10), FirstLayerGradNorm(model, grad_steps)
+    accuracy, grads = measuring_callbacks(grad_steps)
     history = train(model, batch_fn, config, progress=False, callbacks=[accuracy, grads])
-    return {
-        "history": history,
-        "steps_to_99": accuracy.reached,
-        "grad_norm_layer1": float(f"{sum(grads.norms) / len(grads.norms):.4g}") if grads.norms else None,
-    }
+    return measurements(history, accuracy, grads)
 
 
 def table1_counts(T: int, d: int) -> dict[str, dict[str, int]]:

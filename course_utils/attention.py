@@ -61,7 +61,7 @@ def scaled_dot_product_attention(
             empty = no_key
             scores = scores.masked_fill(empty, 0.0)
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k), rows sum to 1
-    if empty is not None:
+    if empty is not None and mask is not None:
         weights = weights.masked_fill(~mask, 0.0)  # fully masked rows become all zeros
     return weights @ v, weights  # (..., T_q, T_k) x (..., T_k, d_v) -> (..., T_q, d_v)
 

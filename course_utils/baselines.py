@@ -188,7 +188,9 @@ class GRUSeq2Seq(nn.Module):
         self._check_tokens("src", src)
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
-        return self.decode(tgt, self.encode(src, src_mask), src_mask)
+        logits = self.decode(tgt, self.encode(src, src_mask), src_mask)
+        assert isinstance(logits, Tensor)  # without return_attention, decode gives the logits alone
+        return logits
 
     def new_cache(self) -> GRUCache:
         """An empty GRUCache, for incremental greedy decoding. Chapter 10."""

@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import math
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -136,14 +137,14 @@ def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_
     ``model`` is a causal language model (tokens (B, T) -> logits (B, T, V)) with a ``config`` that
     names its ``vocab_size`` and ``max_len``: a ``DecoderOnly`` or Chapter 11's ``ModernLM``.
     """
-    config = getattr(model, "config", None)
+    config: Any = getattr(model, "config", None)
     if not isinstance(model, nn.Module) or not all(hasattr(config, k) for k in ("vocab_size", "max_len")):
         raise TypeError("model must be a causal language model with config.vocab_size and config.max_len "
                         f"(a DecoderOnly), got {type(model).__name__}")
     check_rank("val_ids", val_ids, 1, "(N,) token ids")
-    check_token_ids("val_ids", val_ids[None], model.config.vocab_size, "(N,) token ids")
+    check_token_ids("val_ids", val_ids[None], config.vocab_size, "(N,) token ids")
     check_positive_int("block_size", block_size)
-    check_fits("block_size", block_size, model.config.max_len, "the model's context max_len")
+    check_fits("block_size", block_size, config.max_len, "the model's context max_len")
     if max_windows is not None:
         check_positive_int("max_windows", max_windows)
     if len(val_ids) < block_size + 1:

@@ -66,12 +66,12 @@ def decode(ids: Sequence[int] | Tensor) -> str:
         ids = ids.tolist()
     out = []
     for pos, i in enumerate(ids):
-        if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < VOCAB_SIZE:
+        if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= int(i) < VOCAB_SIZE:
             raise ValueError(f"ids[{pos}] must be an int token id in [0, {VOCAB_SIZE}), got {i!r}")
         if i == EOS_ID:
             break
-        if i >= FIRST_LETTER_ID:
-            out.append(ITOS[i])
+        if int(i) >= FIRST_LETTER_ID:
+            out.append(ITOS[int(i)])
     return "".join(out)
 
 

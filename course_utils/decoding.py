@@ -10,6 +10,7 @@ generated target ids without the leading SOS; after a sequence's EOS come PAD to
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -23,6 +24,7 @@ from .validate import (
     check_choice,
     check_number,
     check_positive_int,
+    check_rank,
     check_str_list,
     check_tensor,
     check_token_ids,
@@ -51,35 +53,40 @@ def _model_max_len(model: nn.Module) -> int | None:
     return getattr(getattr(model, "config", None), "max_len", None)
 
 
-def _step_logits(model: nn.Module, ys: Tensor, memory: Tensor, src_mask: Tensor, cache: object | None) -> Tensor:
-    """Logits (B, V) for the next token after the prefix ``ys`` (B, t)."""
-    if cache is None:
-        return model.decode(ys, memory, src_mask)[:, -1]  # recompute the whole prefix: (B, t, V) -> (B, V)
-    return model.decode(ys[:, -1:], memory, src_mask, cache=cache)[:, -1]  # only the newest token: (B, 1, V)
-
-
 def _autoregressive(
-    model: nn.Module, src: Tensor, max_len: int, choose: Callable[[Tensor], Tensor], use_cache: bool
+    model: Any, src: Tensor, max_len: int, choose: Callable[[Tensor], Tensor], use_cache: bool,
+    positions: tuple[Tensor, Tensor] | None = None,
 ) -> Tensor:
     """Generate from SOS, one token per step picked by ``choose(logits (B, V)) -> ids (B,)``.
 
     At most the model's max_len tokens come out: the decoder input (SOS + tokens so far) must
-    fit its positional table.
+    fit its positional table. ``positions``: (source (B, T_src), target (B, >= max_len)) integer
+    positions, target column t for decoder input t (SOS is column 0), instead of the model's own
+    (Chapter 9's test-time positions); None: the model counts them.
     """
     limit = _model_max_len(model)
     if limit is not None:
         max_len = min(max_len, limit)
+    src_pos, tgt_pos = (None, None) if positions is None else positions
+    if tgt_pos is not None and tgt_pos.shape[1] < max_len:
+        raise ValueError(f"positions must give at least max_len={max_len} target positions, "
+                         f"got shape {tuple(tgt_pos.shape)}")
     model.eval()
     src_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, T_src)
-    memory = model.encode(src, src_mask)  # (B, T_src, d_model), computed once
+    # positions go only to a model that is given them (the GRU baseline of Chapter 10 has none)
+    at: dict[str, Tensor] = {} if src_pos is None else {"positions": src_pos}
+    memory = model.encode(src, src_mask, **at)  # (B, T_src, d_model), computed once
     B = src.shape[0]
     ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     cache = model.new_cache() if use_cache else None
-    for _ in range(max_len):
-        next_id = choose(_step_logits(model, ys, memory, src_mask, cache))  # (B,)
-        next_id = next_id.masked_fill(finished, PAD_ID)  # finished rows only pad
-        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 1)
+    for t in range(max_len):
+        # with a cache only the newest token goes in (its column t), else the whole prefix (columns 0..t)
+        new = ys[:, -1:] if use_cache else ys
+        step = {} if tgt_pos is None else {"positions": (src_pos, tgt_pos[:, t + 1 - new.shape[1]: t + 1])}
+        logits = model.decode(new, memory, src_mask, cache=cache, **step)[:, -1]  # (B, V)
+        next_id = choose(logits).masked_fill(finished, PAD_ID)  # (B,): finished rows only pad
+        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 2)
         finished |= next_id == EOS_ID
         if bool(finished.all()):
             break
@@ -87,16 +94,30 @@ def _autoregressive(
 
 
 @torch.no_grad()
-def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool = True) -> Tensor:
+def greedy_decode(
+    model: nn.Module, src: Tensor, max_len: int, use_cache: bool = True,
+    positions: tuple[Tensor, Tensor] | None = None,
+) -> Tensor:
     """Pick the most likely next token at every step; ids (B, <= max_len). Chapter 6.
 
     With ``use_cache=True`` each step feeds only the newest token and reuses the keys and
     values of the earlier ones (KV cache); with False it recomputes the whole prefix. Both
     give the same tokens. At most the model's own max_len tokens are generated.
+    ``positions``: (source (B, T_src), target (B, >= max_len)) positions to decode at instead
+    of the model's own, target column 0 for SOS (Chapter 9 draws them at random).
     """
     _check_inputs(model, src, max_len)
     check_bool("use_cache", use_cache)
-    return _autoregressive(model, src, max_len, lambda logits: logits.argmax(dim=-1), use_cache)
+    if positions is not None:
+        if not isinstance(positions, tuple) or len(positions) != 2:
+            raise TypeError(f"positions must be a tuple (source positions, target positions), "
+                            f"got {type(positions).__name__}")
+        check_rank("positions[0]", positions[0], 2, "(B, T_src) source positions")
+        check_rank("positions[1]", positions[1], 2, "(B, >= max_len) target positions")
+        if tuple(positions[0].shape) != tuple(src.shape) or positions[1].shape[0] != src.shape[0]:
+            raise ValueError(f"positions must be shaped like src {tuple(src.shape)} and (B={src.shape[0]}, ...), "
+                             f"got {tuple(positions[0].shape)} and {tuple(positions[1].shape)}")
+    return _autoregressive(model, src, max_len, lambda logits: logits.argmax(dim=-1), use_cache, positions)
 
 
 def sampling_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None = None) -> Tensor:
@@ -170,8 +191,9 @@ def beam_search(
             f"beam_search decodes one source at a time: src must have shape (1, T_src), got {tuple(src.shape)}"
         )
     model.eval()
+    seq2seq: Any = model  # any encoder-decoder with encode / decode (nn.Module types its methods loosely)
     src_mask = padding_mask(src, PAD_ID)
-    memory = model.encode(src, src_mask)  # (1, T_src, d_model)
+    memory = seq2seq.encode(src, src_mask)  # (1, T_src, d_model)
     alive: list[tuple[list[int], float]] = [([SOS_ID], 0.0)]  # (prefix with SOS, sum of log-probs)
     done: list[tuple[list[int], float]] = []
 
@@ -185,7 +207,7 @@ def beam_search(
     for _ in range(n_steps):
         k = len(alive)
         ys = torch.tensor([ids for ids, _ in alive], dtype=torch.long, device=src.device)  # (k, t)
-        logits = model.decode(ys, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
+        logits = seq2seq.decode(ys, memory.expand(k, -1, -1), src_mask.expand(k, -1, -1, -1))[:, -1]  # (k, V)
         logp = torch.log_softmax(logits, dim=-1)  # (k, V)
         totals = logp + torch.tensor([s for _, s in alive], device=src.device)[:, None]  # (k, V)
         top = torch.topk(totals.flatten(), min(beam_size, totals.numel()))  # best continuations overall

@@ -34,25 +34,28 @@ API (reads bottom-up in this file):
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 from torch import Tensor, nn
 
 from .masks import causal_mask
-from .model import (
-    POSITIONAL_SCHEMES,
-    EncoderBlock,
-    KVCache,
-    PositionalScheme,
-    copy_encoder_block_weights,
-    copy_norm_weights,
-)
+from .model import EncoderBlock, KVCache
 from .norm import LayerNorm
-from .positional import random_positions as draw_random_positions
+from .positions import PositionalScheme, check_position_fields, training_position_map
 from .sampling import filter_logits, sample_next
-from .validate import check_bool, check_int, check_positive_int, check_probability, check_rank, check_token_ids
+from .torch_reference import to_torch_encoder  # noqa: F401  (re-exported: Chapter 8 imports it from here)
+from .validate import (
+    check_bool,
+    check_bool_mask,
+    check_broadcast,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_rank,
+    check_token_ids,
+)
 
 
 @dataclass
@@ -83,21 +86,12 @@ class DecoderOnlyConfig:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={self.d_model} and n_heads={self.n_heads}"
             )
-        if self.positional not in POSITIONAL_SCHEMES:
-            raise ValueError(f"positional must be one of {POSITIONAL_SCHEMES}, got {self.positional!r}")
         if self.positional == "sinusoidal" and self.d_model % 2 != 0:
             raise ValueError(f"d_model must be even for sinusoidal positional encoding, got {self.d_model}")
-        if self.positional == "rope" and (self.d_model // self.n_heads) % 2 != 0:
-            raise ValueError(f"RoPE needs an even d_k = d_model / n_heads, got {self.d_model // self.n_heads}")
+        check_position_fields(self)  # the encoder-decoder's rule for positional, random_positions, random_fraction
         check_probability("dropout", self.dropout)
         for name in ("norm_first", "tie_embeddings", "fused_layer_norm", "sdpa_attention", "residual"):
             check_bool(name, getattr(self, name))
-        if isinstance(self.random_positions, bool) or not isinstance(self.random_positions, int) \
-                or not 0 <= self.random_positions:
-            raise ValueError(f"random_positions must be an int >= 0 (0 = off), got {self.random_positions!r}")
-        if isinstance(self.random_fraction, bool) or not isinstance(self.random_fraction, (int, float)) \
-                or not 0 < self.random_fraction <= 1:
-            raise ValueError(f"random_fraction must be a number in (0, 1], got {self.random_fraction!r}")
 
 
 class DecoderOnly(nn.Module):
@@ -152,15 +146,7 @@ class DecoderOnly(nn.Module):
         c = self.config
         pos = torch.arange(offset, offset + T, device=device).expand(B, T)  # (B, T)
         if self.training and c.random_positions > 0:
-            n = offset + T
-            if n > c.random_positions:
-                raise ValueError(f"sequences of {n} positions do not fit random_positions={c.random_positions}; "
-                                 "build the model with a larger random_positions")
-            table = draw_random_positions(B, n, c.random_positions).to(device)  # (B, n), sorted per row
-            if c.random_fraction < 1:  # some sequences keep the plain positions of evaluation
-                plain = torch.rand(B, 1, device=device) >= c.random_fraction  # (B, 1)
-                table = torch.where(plain, torch.arange(n, device=device).expand(B, n), table)
-            pos = table.gather(1, pos)
+            pos = training_position_map(B, offset + T, c.random_positions, c.random_fraction, device).gather(1, pos)
         return pos
 
     def embed(self, tokens: Tensor, offset: int = 0, positions: Tensor | None = None) -> Tensor:
@@ -187,12 +173,16 @@ class DecoderOnly(nn.Module):
         return self.dropout(self.positional_scheme.embed(x, positions))
 
     def forward(
-        self, tokens: Tensor, cache: KVCache | None = None, return_attention: bool = False
+        self, tokens: Tensor, cache: KVCache | None = None, return_attention: bool = False,
+        positions: Tensor | None = None, mask: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
         """tokens (B, T) -> logits (B, T, V) for the next token at every position [, weights per layer]. Chapter 8.
 
         With a KVCache, ``tokens`` holds only the new tokens: their positions continue from
         ``cache.length``, the cache grows, and the logits equal a full recompute's last rows.
+        ``positions`` (B, T): the new tokens' integer positions (default: offset, offset + 1, ...;
+        Chapter 9 evaluates at other ones). ``mask``: a keep-mask over the keys that broadcasts to
+        (B, h, T, cache.length + T), instead of the causal mask (Chapter 11's sliding window).
         """
         offset = 0
         if cache is not None:
@@ -205,11 +195,22 @@ class DecoderOnly(nn.Module):
         B, T = tokens.shape
         if cache is not None and cache.key_keep is not None and cache.key_keep.shape[0] != B:
             raise ValueError(f"cache holds a batch of {cache.key_keep.shape[0]}, got tokens with batch {B}")
-        positions = self.positions(B, T, offset, tokens.device)  # (B, T)
-        x = self.embed(tokens, offset, positions)  # (B, T, d_model)
         L = offset + T  # keys: the cached tokens and the new ones
-        # new query i sits at offset + i and may see keys 0..offset + i
-        mask = causal_mask(L, tokens.device)[:, :, offset:]  # (1, 1, T, L)
+        if positions is None:
+            positions = self.positions(B, T, offset, tokens.device)  # (B, T)
+        else:
+            check_rank("positions", positions, 2, "(B, T) of integer positions")
+            if tuple(positions.shape) != (B, T):
+                raise ValueError(f"positions must have the shape of tokens {(B, T)}, got {tuple(positions.shape)}")
+            if positions.dtype != torch.long or positions.min() < 0 or positions.max() >= self.config.max_len:
+                raise ValueError(f"positions must be torch.long in [0, max_len={self.config.max_len}), got dtype "
+                                 f"{positions.dtype}, min {positions.min().item()} and max {positions.max().item()}")
+        if mask is None:  # new query i sits at offset + i and may see keys 0..offset + i
+            mask = causal_mask(L, tokens.device)[:, :, offset:]  # (1, 1, T, L)
+        else:
+            check_bool_mask("mask", mask)
+            check_broadcast("mask", mask.shape, (B, self.config.n_heads, T, L), "the scores (B, h, T, t + T)")
+        x = self.embed(tokens, offset, positions)  # (B, T, d_model)
         key_pos = positions if cache is None or cache.key_pos is None else torch.cat([cache.key_pos, positions], 1)
         rel = self.positional_scheme.relation("decoder", positions, key_pos)  # RoPE / ALiBi / T5, else None
         weights: list[Tensor] = []
@@ -225,6 +226,24 @@ class DecoderOnly(nn.Module):
         return (logits, weights) if return_attention else logits
 
 
+@overload
+def generate(
+    model: DecoderOnly, prompt: Tensor, max_new_tokens: int, temperature: float = ..., top_k: int | None = ...,
+    top_p: float | None = ..., generator: torch.Generator | None = ..., use_cache: bool = ...,
+    eos_id: int | None = ..., pad_id: int = ..., *, cache: KVCache | None = ..., positions: Tensor | None = ...,
+    return_cache: Literal[False] = ...,
+) -> Tensor: ...
+
+
+@overload
+def generate(
+    model: DecoderOnly, prompt: Tensor, max_new_tokens: int, temperature: float = ..., top_k: int | None = ...,
+    top_p: float | None = ..., generator: torch.Generator | None = ..., use_cache: bool = ...,
+    eos_id: int | None = ..., pad_id: int = ..., *, cache: KVCache | None = ..., positions: Tensor | None = ...,
+    return_cache: Literal[True],
+) -> tuple[Tensor, KVCache]: ...
+
+
 @torch.no_grad()
 def generate(
     model: DecoderOnly,
@@ -237,13 +256,23 @@ def generate(
     use_cache: bool = True,
     eos_id: int | None = None,
     pad_id: int = 0,
-) -> Tensor:
+    *,
+    cache: KVCache | None = None,
+    positions: Tensor | None = None,
+    return_cache: bool = False,
+) -> Tensor | tuple[Tensor, KVCache]:
     """Continue ``prompt`` (B, T0) by up to ``max_new_tokens`` tokens; returns the new ids (B, n). Chapter 8.
 
     temperature=0: greedy (argmax); otherwise sample from the filtered softmax. With
     ``use_cache`` the prompt is fed once and then one token per step (KV cache); without it the
     whole sequence is recomputed every step; both give the same tokens. After a row emits
     ``eos_id`` it gets ``pad_id``; generation stops early when every row has finished.
+
+    ``cache``: a KVCache to continue (``prompt`` then holds only the tokens after the cached
+    ones); ``return_cache=True`` returns ``(new ids, cache)``, the cache holding every token but
+    the last generated one (Chapter 11 measures it). ``positions`` (B, T0 + max_new_tokens): the
+    integer positions of the prompt's and the generated tokens, instead of counting on from the
+    cache (Chapter 9's test-time positions).
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
@@ -253,22 +282,39 @@ def generate(
     if eos_id is not None:
         check_int("eos_id", eos_id, low=0, high=model.config.vocab_size - 1)
     check_int("pad_id", pad_id, low=0, high=model.config.vocab_size - 1)
-    if prompt.shape[1] + max_new_tokens > model.config.max_len:
+    check_bool("return_cache", return_cache)
+    if cache is not None and not use_cache:
+        raise ValueError("cache needs use_cache=True (without a cache every step recomputes the whole sequence)")
+    if return_cache and not use_cache:
+        raise ValueError("return_cache=True needs use_cache=True")
+    offset = 0 if cache is None else cache.length
+    if offset + prompt.shape[1] + max_new_tokens > model.config.max_len:
         raise ValueError(
-            f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds the context window "
-            f"max_len={model.config.max_len}"
+            f"prompt length {prompt.shape[1]}" + (f" after {offset} cached tokens" if offset else "")
+            + f" + max_new_tokens {max_new_tokens} exceeds the context window max_len={model.config.max_len}"
         )
+    B, T0 = prompt.shape
+    if positions is not None:
+        check_rank("positions", positions, 2, "(B, T0 + max_new_tokens) of integer positions")
+        if tuple(positions.shape) != (B, T0 + max_new_tokens):
+            raise ValueError(f"positions must have shape (B, T0 + max_new_tokens) = {(B, T0 + max_new_tokens)}, "
+                             f"got {tuple(positions.shape)}")
     greedy = temperature == 0
     if not greedy:
         filter_logits(prompt.new_zeros(1, 2, dtype=torch.float), temperature, top_k, top_p)  # validate early
     model.eval()
-    B = prompt.shape[0]
     seq = prompt
     finished = torch.zeros(B, dtype=torch.bool, device=prompt.device)
-    cache = model.new_cache() if use_cache else None
+    if use_cache and cache is None:
+        cache = model.new_cache()
     step_input = prompt
     for _ in range(max_new_tokens):
-        logits = model(step_input if use_cache else seq, cache=cache)[:, -1]  # (B, V): next-token logits
+        t = seq.shape[1]  # tokens of this call so far; step_input holds the last of them
+        if use_cache:
+            pos = None if positions is None else positions[:, t - step_input.shape[1]: t]
+            logits = model(step_input, cache=cache, positions=pos)[:, -1]  # (B, V): next-token logits
+        else:
+            logits = model(seq, positions=None if positions is None else positions[:, :t])[:, -1]
         if greedy:
             next_id = logits.argmax(dim=-1)  # (B,)
         else:
@@ -280,30 +326,8 @@ def generate(
         step_input = next_id[:, None]  # (B, 1): only the newest token goes in next time
         if eos_id is not None and bool(finished.all()):
             break
-    return seq[:, prompt.shape[1]:]
-
-
-# ---------------------------------------------------------------- the independent reference
-def to_torch_encoder(model: DecoderOnly) -> nn.TransformerEncoder:
-    """An nn.TransformerEncoder (batch_first) holding a copy of ``model``'s blocks and final norm. Chapter 8.
-
-    Run it on ``model.embed(tokens)`` with a causal mask and apply ``model.output_projection``:
-    the logits equal ``model(tokens)``.
-    """
-    if not isinstance(model, DecoderOnly):
-        raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    c = model.config
-    with warnings.catch_warnings():  # pre-LN disables PyTorch's nested-tensor fast path, with a warning
-        warnings.simplefilter("ignore", UserWarning)
-        layer = nn.TransformerEncoderLayer(
-            c.d_model, c.n_heads, c.d_ff, dropout=c.dropout, batch_first=True, norm_first=c.norm_first
-        )
-        ref = nn.TransformerEncoder(
-            layer, c.n_layers, norm=nn.LayerNorm(c.d_model) if c.norm_first else None, enable_nested_tensor=False
-        )
-    with torch.no_grad():
-        for mine, theirs in zip(model.layers, ref.layers, strict=True):
-            copy_encoder_block_weights(mine, theirs)
-        if c.norm_first:
-            copy_norm_weights(model.final_norm, ref.norm)
-    return ref.train(model.training)
+    new = seq[:, T0:]
+    if return_cache:
+        assert cache is not None
+        return new, cache
+    return new

@@ -18,13 +18,12 @@ API:
   a final LayerNorm and an output projection: the smallest model where induction heads form.
 - ``varied_repeats(batch_size, length, vocab_size, generator)``: training data where the distance
   between the two copies varies, so that only induction, not a fixed look-back, solves it.
-- ``train_attention_only(steps, seed, ...)`` -> (model, losses): trains it on those sequences;
-  ``reference_attention_only(n_layers)``: the chapter's run (``INDUCTION_RECIPE``), trained once and cached.
+The recipe of the chapter's run (``INDUCTION_RECIPE``), its runner ``train_attention_only`` and the
+cached ``reference_attention_only(n_layers)`` live in :mod:`course_utils.runs.induction`, on
+Chapter 6's training loop.
 """
 
 from __future__ import annotations
-
-import functools
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +32,7 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .masks import causal_mask
 from .norm import LayerNorm
-from .validate import check_module, check_number, check_positive_int, check_rank, check_seed, check_token_ids
+from .validate import check_module, check_positive_int, check_rank, check_token_ids
 
 
 def repeated_sequences(batch_size: int, half: int, vocab_size: int, generator: torch.Generator | None = None) -> Tensor:
@@ -133,48 +132,12 @@ def varied_repeats(batch_size: int, length: int, vocab_size: int, generator: tor
     return torch.where(second, tokens.gather(1, source), tokens)
 
 
-def train_attention_only(
-    steps: int = 300, seed: int = 0, n_layers: int = 2, vocab_size: int = 24, half: int = 12,
-    batch_size: int = 64, lr: float = 3e-3, d_model: int = 32, n_heads: int = 2,
-) -> tuple[AttentionOnly, list[float]]:
-    """Train an AttentionOnly model on fresh repeated sequences with Adam; return (model, loss per step). Chapter 8."""
-    check_positive_int("steps", steps)
-    seed = check_seed("seed", seed)
-    check_positive_int("half", half)
-    check_positive_int("batch_size", batch_size)
-    check_number("lr", lr, low=0.0, low_open=True)
-    torch.manual_seed(seed)
-    model = AttentionOnly(vocab_size, d_model, n_heads, n_layers, max_len=2 * half)
-    g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(steps):
-        tokens = varied_repeats(batch_size, 2 * half, vocab_size, g)  # (B, 2 * half)
-        logits = model(tokens[:, :-1])  # (B, 2 * half - 1, V)
-        loss = F.cross_entropy(logits.reshape(-1, vocab_size), tokens[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return model.eval(), losses
-
-
-# The chapter's run. Two heads of width 32 and a learning rate of 1e-2 make the two-layer model's
-# induction head form after 150-250 steps (measured every 25 steps, seeds 0 and 1), where 4 heads of
-# width 16 at 3e-3 needed 250-350 steps; 300 steps leave room. Over seeds 0-7, on this machine's
-# kernels and with ATEN_CPU_CAPABILITY=default, the copy gain after 300 steps was 0.65-0.79 with two
-# layers and 0.20-0.28 with one (Exercise 8.6's ranges rest on these runs). About 3.3 CPU seconds for
-# two layers, 2 for one.
-INDUCTION_RECIPE = {"steps": 300, "lr": 1e-2, "d_model": 64, "n_heads": 2, "batch_size": 64, "seed": 0}
-
-
 def reference_attention_only(n_layers: int = 2) -> tuple[AttentionOnly, tuple[float, ...]]:
-    """The chapter's run (``INDUCTION_RECIPE``), trained once per session and reused. Chapter 8."""
-    return _reference_run(check_positive_int("n_layers", n_layers))
+    """The chapter's run, trained once per session: :func:`course_utils.runs.induction.reference_attention_only`.
 
+    Kept here because Chapter 8 imported it from this module; the recipe and the run live in
+    :mod:`course_utils.runs.induction` (a teaching module holds no recipe). Chapter 8.
+    """
+    from .runs.induction import reference_attention_only as reference  # the one allowed lazy import of runs
 
-@functools.lru_cache(maxsize=2)
-def _reference_run(n_layers: int) -> tuple[AttentionOnly, tuple[float, ...]]:
-    # one positional key per depth: reference_attention_only(2) and (n_layers=2) share one cached run
-    model, losses = train_attention_only(n_layers=n_layers, **INDUCTION_RECIPE)
-    return model, tuple(losses)
+    return reference(n_layers)

@@ -12,13 +12,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .gpt import DecoderOnly
+from .gpt import DecoderOnly, generate
 from .model import KVCache
 from .validate import check_positive_int, check_token_ids
 
 # Published decoder configurations (layers, query heads, key/value heads, d_head, context length).
 # The paper's base model: its decoder has N = 6 layers, h = 8 heads of d_k = 64 (Vaswani et al. 2017,
 # table 3); its decoder also caches the cross-attention keys/values of the source, not counted here.
+# The paper has no fixed context length (sinusoidal positions; outputs up to input length + 50): its
+# "context" of 512 tokens is a length chosen here, not a number from the paper.
 # GPT-3 175B: 96 layers, 96 heads of 128, 2048 tokens (Brown et al. 2020, table 2.1), multi-head.
 # Llama 2 70B: 80 layers, 64 query heads of 128 sharing 8 key/value heads, 4096 tokens
 # (Touvron et al. 2023, grouped-query attention as in Ainslie et al. 2023).
@@ -54,21 +56,15 @@ def cache_bytes_held(cache: KVCache) -> int:
     return total
 
 
-@torch.no_grad()
 def generate_into_cache(model: DecoderOnly, prompt: Tensor, n_new: int) -> tuple[Tensor, KVCache]:
     """Greedy generation of n_new tokens after prompt (B, T0), one per step; returns (all ids, cache). Chapter 11.
 
-    The cache then holds T0 + n_new - 1 tokens: the last generated token has not been fed yet.
+    Chapter 8's :func:`~course_utils.gpt.generate` with ``return_cache=True``; the cache then
+    holds T0 + n_new - 1 tokens: the last generated token has not been fed yet.
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
     check_token_ids("prompt", prompt, model.config.vocab_size, "(B, T0) of token ids")
     check_positive_int("n_new", n_new)
-    model.eval()
-    cache = model.new_cache()
-    seq, step_input = prompt, prompt
-    for _ in range(n_new):
-        next_id = model(step_input, cache=cache)[:, -1].argmax(dim=-1)  # (B,)
-        seq = torch.cat([seq, next_id[:, None]], dim=1)  # (B, t + 1)
-        step_input = next_id[:, None]  # (B, 1)
-    return seq, cache
+    new, cache = generate(model, prompt, n_new, temperature=0.0, return_cache=True)
+    return torch.cat([prompt, new], dim=1), cache

@@ -1,8 +1,10 @@
 """The full encoder-decoder Transformer, built in Chapter 5.
 
-Reads bottom-up: config -> position-wise feed-forward -> encoder block -> decoder block ->
-key/value cache -> the model. Attention, LayerNorm, positional encoding and masks come from
-the earlier chapters' modules. Masks are boolean keep-masks (True = attend).
+Reads bottom-up: config -> position-wise feed-forward -> encoder block -> key/value cache ->
+decoder block -> the model. Attention, LayerNorm, positional encoding and masks come from
+the earlier chapters' modules. Masks are boolean keep-masks (True = attend). The copies into
+``torch.nn.Transformer`` live in :mod:`course_utils.torch_reference`, the positional schemes of
+Chapter 9 in :mod:`course_utils.positions`; both are re-exported here.
 
 Chapter 9 adds a switch ``TransformerConfig.positional`` between positional schemes: added to
 the embeddings (sinusoidal, learned), inside every attention (RoPE rotates queries and keys,
@@ -14,7 +16,6 @@ random during training (Ruoss et al., 2023). The default is the paper's model, u
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -23,15 +24,24 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .masks import causal_mask, combine_masks, padding_mask
 from .norm import LayerNorm, residual_sublayer
-from .positional import (
-    LearnedPositionalEncoding,
-    SinusoidalPositionalEncoding,
-    T5RelativeBias,
-    alibi_bias_at,
-    alibi_slopes,
-    apply_rope_at,
-    random_positions,
-    rope_tables,
+
+# Chapter 9's positional machinery and the torch.nn weight copies live in their own modules;
+# their names stay importable from here, where the notebooks and earlier code import them.
+from .positions import (
+    POSITIONAL_SCHEMES,
+    AttentionPositions,
+    PositionalScheme,
+    attend,
+    attend_with_bias,
+    check_position_fields,
+    training_position_map,
+)
+from .torch_reference import (
+    copy_encoder_block_weights,
+    copy_ffn_weights,
+    copy_mha_weights,
+    copy_norm_weights,
+    to_torch_transformer,
 )
 from .validate import (
     check_bool,
@@ -40,12 +50,18 @@ from .validate import (
     check_finite,
     check_float_tensor,
     check_int,
-    check_number,
     check_positive_int,
     check_probability,
     check_rank,
     check_tensor,
 )
+
+__all__ = [
+    "POSITIONAL_SCHEMES", "AttentionPositions", "DecoderBlock", "EncoderBlock", "KVCache", "PositionalScheme",
+    "PositionwiseFeedForward", "Transformer", "TransformerConfig", "attend", "attend_with_bias",
+    "cached_self_attention", "copy_encoder_block_weights", "copy_ffn_weights", "copy_mha_weights",
+    "copy_norm_weights", "to_torch_transformer",
+]
 
 
 @dataclass
@@ -100,146 +116,9 @@ class TransformerConfig:
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if self.pad_id >= getattr(self, name):
                 raise ValueError(f"pad_id must be a valid token id < {name}={getattr(self, name)}, got {self.pad_id}")
-        if self.positional not in POSITIONAL_SCHEMES:
-            raise ValueError(f"positional must be one of {POSITIONAL_SCHEMES}, got {self.positional!r}")
         if self.source_positions not in ("start", "end"):
             raise ValueError(f"source_positions must be 'start' or 'end', got {self.source_positions!r}")
-        if isinstance(self.random_positions, bool) or not isinstance(self.random_positions, int) \
-                or not 0 <= self.random_positions <= self.max_len:
-            raise ValueError(
-                f"random_positions must be an int from 0 (off) to max_len={self.max_len}, got {self.random_positions!r}"
-            )
-        if isinstance(self.random_fraction, bool) or not isinstance(self.random_fraction, (int, float)) \
-                or not 0 < self.random_fraction <= 1:
-            raise ValueError(f"random_fraction must be a number in (0, 1], got {self.random_fraction!r}")
-        if self.positional == "rope" and (self.d_model // self.n_heads) % 2 != 0:
-            raise ValueError(f"RoPE needs an even d_k = d_model / n_heads, got {self.d_model // self.n_heads}")
-
-
-POSITIONAL_SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
-
-
-class PositionalScheme(nn.Module):
-    """Where a Transformer learns token order from, one of POSITIONAL_SCHEMES. Chapter 9.
-
-    ``embed(x, positions)`` adds an absolute encoding (sinusoidal, learned) to the embeddings;
-    ``relation(kind, q_pos, k_pos)`` returns what one attention needs instead (RoPE, ALiBi, T5),
-    or None. Positions are integer tensors (B, T), one per token. Both model families use it
-    (Chapter 8's ``DecoderOnly`` has one kind of attention, "decoder"): ``config`` needs
-    ``positional``, ``d_model``, ``n_heads`` and ``max_len``; ``learned_std`` is the learned
-    table's initial scale; ``kinds`` the attentions that get a T5 bias table.
-    """
-
-    def __init__(self, config: TransformerConfig, learned_std: float = 0.02,
-                 kinds: tuple[str, ...] = ("encoder", "decoder", "cross")):
-        super().__init__()
-        if not all(hasattr(config, a) for a in ("positional", "d_model", "n_heads", "max_len")):
-            raise TypeError(f"config must be a TransformerConfig or DecoderOnlyConfig, got {type(config).__name__}")
-        c = config
-        check_number("learned_std", learned_std, low=0.0, low_open=True)
-        self.kind = c.positional
-        self.table: nn.Module | None = None
-        if self.kind == "sinusoidal":
-            self.table = SinusoidalPositionalEncoding(c.d_model, c.max_len)
-        elif self.kind == "learned":
-            self.table = LearnedPositionalEncoding(c.max_len, c.d_model, std=learned_std)
-        elif self.kind == "rope":
-            self.d_k = c.d_model // c.n_heads
-            cos, sin = rope_tables(c.max_len, self.d_k)
-            self.register_buffer("cos", cos, persistent=False)  # (max_len, d_k/2)
-            self.register_buffer("sin", sin, persistent=False)
-        elif self.kind == "alibi":
-            self.register_buffer("slopes", alibi_slopes(c.n_heads), persistent=False)  # (h,)
-        elif self.kind == "t5":  # one table per kind of attention, shared by the layers of a stack
-            bidirectional = {"encoder": True, "decoder": False, "cross": True}
-            self.t5 = nn.ModuleDict({k: T5RelativeBias(c.n_heads, bidirectional=bidirectional[k]) for k in kinds})
-
-    def _apply(self, fn, recurse=True):  # noqa: ANN001, ANN202 (the hook behind .double() and .to())
-        """After ``.double()`` the RoPE tables are recomputed in float64, not just cast (Chapter 9)."""
-        super()._apply(fn, recurse)
-        if self.kind == "rope" and self.cos.dtype == torch.float64:
-            cos, sin = rope_tables(self.cos.shape[0], self.d_k, dtype=torch.float64)
-            self.cos, self.sin = cos.to(self.cos.device), sin.to(self.sin.device)
-        return self
-
-    def embed(self, x: Tensor, positions: Tensor) -> Tensor:
-        """x (B, T, d_model) plus the absolute encoding of positions (B, T), if the scheme has one."""
-        if self.table is None:
-            return x
-        return x + self.table.at(positions)  # type: ignore[operator]  # (B, T, d_model) + (B, T, d_model)
-
-    def relation(self, kind: str, q_pos: Tensor, k_pos: Tensor) -> AttentionPositions | None:
-        """What attention ``kind`` ("encoder", "decoder", "cross") needs to know about positions, or None."""
-        if self.kind in ("sinusoidal", "learned", "none"):
-            return None
-        return AttentionPositions(self, kind, q_pos, k_pos)
-
-
-class AttentionPositions:
-    """Positions of the queries (B, T_q) and keys (B, T_k) of one attention, for RoPE, ALiBi or T5. Chapter 9."""
-
-    def __init__(self, scheme: PositionalScheme, kind: str, q_pos: Tensor, k_pos: Tensor):
-        if not isinstance(scheme, PositionalScheme):
-            raise TypeError(f"scheme must be a PositionalScheme, got {type(scheme).__name__}")
-        check_rank("q_pos", q_pos, 2, "(B, T_q)"), check_rank("k_pos", k_pos, 2, "(B, T_k)")
-        self.scheme, self.kind, self.q_pos, self.k_pos = scheme, kind, q_pos, k_pos
-
-    def rotate(self, x: Tensor, positions: Tensor) -> Tensor:
-        """RoPE: rotate x (B, h, T, d_k) by its positions (B, T); other schemes leave x as it is."""
-        if self.scheme.kind != "rope":
-            return x
-        return apply_rope_at(x, positions, self.scheme.cos, self.scheme.sin)
-
-    def bias(self) -> Tensor | None:
-        """Additive score bias (B, h, T_q, T_k) for ALiBi and T5, None otherwise."""
-        if self.scheme.kind == "alibi":
-            return alibi_bias_at(self.scheme.slopes, self.q_pos, self.k_pos)
-        if self.scheme.kind == "t5":
-            return self.scheme.t5[self.kind](self.q_pos, self.k_pos)
-        return None
-
-
-def attend(
-    mha: MultiHeadAttention,
-    query: Tensor,
-    key: Tensor,
-    mask: Tensor | None,
-    need_weights: bool,
-    rel: AttentionPositions | None = None,
-) -> tuple[Tensor, Tensor | None]:
-    """Multi-head attention from query (B, T_q, d_model) to key = value (B, T_k, d_model), with positions. Chapter 9.
-
-    Without ``rel`` this is exactly ``mha(query, key, key, mask)``. With it, queries and keys
-    are rotated (RoPE) and the score bias (ALiBi, T5) is added before the softmax.
-    """
-    if rel is None:
-        return mha(query, key, key, mask=mask, need_weights=need_weights)
-    q = rel.rotate(mha.split_heads(mha.W_Q(query)), rel.q_pos)  # (B, h, T_q, d_k)
-    k = rel.rotate(mha.split_heads(mha.W_K(key)), rel.k_pos)  # (B, h, T_k, d_k)
-    v = mha.split_heads(mha.W_V(key))  # (B, h, T_k, d_k)
-    return attend_with_bias(mha, q, k, v, mask, rel.bias(), need_weights)
-
-
-def attend_with_bias(
-    mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
-    need_weights: bool,
-) -> tuple[Tensor, Tensor | None]:
-    """``mha.attend_heads`` with an optional score bias (B or 1, h, T_q, T_k) added before the softmax. Chapter 9."""
-    if bias is None:
-        return mha.attend_heads(q, k, v, mask, need_weights)
-    check_float_tensor("bias", bias, 4, "(B or 1, h, T_q, T_k)")
-    check_broadcast("bias", bias.shape, (q.shape[0], q.shape[1], q.shape[2], k.shape[2]), "the scores (B, h, T_q, T_k)")
-    # (B, h, T_q, d_k) x (B, h, d_k, T_k) -> (B, h, T_q, T_k), plus the bias
-    scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias
-    if mask is not None:
-        check_bool_mask("mask", mask)
-        any_kept = mask.any(dim=-1, keepdim=True)  # rows with no key get zero weights, never NaN
-        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
-    weights = torch.softmax(scores, dim=-1)  # (B, h, T_q, T_k)
-    if mask is not None:
-        weights = weights.masked_fill(~mask, 0.0)
-    out = mha.dropout(weights) @ v  # (B, h, T_q, T_k) x (B, h, T_k, d_k) -> (B, h, T_q, d_k)
-    return mha.W_O(mha.merge_heads(out)), (weights if need_weights else None)  # (B, T_q, d_model)
+        check_position_fields(self)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -542,17 +421,8 @@ class Transformer(nn.Module):
             lengths = src_keep.long().sum(1, keepdim=True)  # (B, 1)
             src_pos = (lengths - 1 - src_pos).clamp(min=0)  # padding also gets 0; it is masked anyway
         tgt_pos = torch.arange(offset, offset + T_tgt, device=device).expand(B, T_tgt)  # (B, T_tgt)
-        if self.training and c.random_positions > 0:
-            n = max(T_src, offset + T_tgt)
-            if n > c.random_positions:
-                raise ValueError(
-                    f"sequences of {n} positions do not fit random_positions={c.random_positions}; "
-                    "build the model with a larger random_positions"
-                )
-            table = random_positions(B, n, c.random_positions).to(device)  # (B, n), sorted per row
-            if c.random_fraction < 1:  # some examples keep the plain positions they will have at evaluation
-                plain = torch.rand(B, 1, device=device) >= c.random_fraction  # (B, 1)
-                table = torch.where(plain, torch.arange(n, device=device).expand(B, n), table)
+        if self.training and c.random_positions > 0:  # one map for both halves
+            table = training_position_map(B, max(T_src, offset + T_tgt), c.random_positions, c.random_fraction, device)
             src_pos, tgt_pos = table.gather(1, src_pos), table.gather(1, tgt_pos)
         return src_pos, tgt_pos
 
@@ -688,95 +558,9 @@ class Transformer(nn.Module):
                                         positions=(src_pos, tgt_pos))
             return logits, {"encoder": enc_w, "decoder_self": dec_w["self"], "cross": dec_w["cross"]}
         memory = self.encode(src, src_mask, positions=src_pos)
+        assert isinstance(memory, Tensor)
         return self.decode(tgt, memory, src_mask, tgt_mask, positions=(src_pos, tgt_pos))
 
     def new_cache(self) -> KVCache:
         """An empty KVCache with one slot per decoder layer, for incremental decoding. Chapter 5."""
         return KVCache(self.config.n_decoder_layers)
-
-
-# -- copying weights into PyTorch's modules (for equivalence checks) ------------------------------
-def copy_mha_weights(mine: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
-    """Copy W_Q, W_K, W_V, W_O into an nn.MultiheadAttention (inside torch.no_grad()). Chapter 5."""
-    if not isinstance(theirs, nn.MultiheadAttention) or theirs.embed_dim != mine.d_model:
-        raise ValueError(
-            f"theirs must be an nn.MultiheadAttention with embed_dim d_model={mine.d_model}, "
-            f"got a {type(theirs).__name__} with embed_dim {getattr(theirs, 'embed_dim', None)}"
-        )
-    # PyTorch stacks W_Q, W_K, W_V into one (3 d_model, d_model) in_proj matrix
-    theirs.in_proj_weight.copy_(torch.cat([mine.W_Q.weight, mine.W_K.weight, mine.W_V.weight]))
-    theirs.in_proj_bias.copy_(torch.cat([mine.W_Q.bias, mine.W_K.bias, mine.W_V.bias]))
-    theirs.out_proj.weight.copy_(mine.W_O.weight)
-    theirs.out_proj.bias.copy_(mine.W_O.bias)
-
-
-def copy_norm_weights(mine: nn.Module, theirs: nn.LayerNorm) -> None:
-    """Copy gamma and beta of our LayerNorm into an nn.LayerNorm (inside torch.no_grad()). Chapter 5."""
-    if not isinstance(mine, LayerNorm):
-        raise TypeError(f"mine must be a course_utils.norm.LayerNorm, got {type(mine).__name__}")
-    if not isinstance(theirs, nn.LayerNorm) or tuple(theirs.weight.shape) != tuple(mine.gamma.shape):
-        raise ValueError(f"theirs must be an nn.LayerNorm of size d_model={mine.gamma.shape[0]}, "
-                         f"got a {type(theirs).__name__} ({' '.join(repr(theirs).split())[:60]})")
-    theirs.weight.copy_(mine.gamma)
-    theirs.bias.copy_(mine.beta)
-
-
-def copy_ffn_weights(mine: PositionwiseFeedForward, theirs: nn.Module) -> None:
-    """Copy the FFN's two linear layers into a PyTorch layer's linear1/linear2 (inside torch.no_grad()). Chapter 5."""
-    if not all(isinstance(getattr(theirs, n, None), nn.Linear) for n in ("linear1", "linear2")):
-        raise TypeError(
-            f"theirs must have nn.Linear layers linear1 and linear2 (an nn.TransformerEncoderLayer), "
-            f"got {type(theirs).__name__}"
-        )
-    for name in ("linear1", "linear2"):
-        if getattr(theirs, name).weight.shape != getattr(mine, name).weight.shape:
-            raise ValueError(f"theirs.{name} must have shape {tuple(getattr(mine, name).weight.shape)}, "
-                             f"got {tuple(getattr(theirs, name).weight.shape)}")
-    for name in ("linear1", "linear2"):
-        getattr(theirs, name).weight.copy_(getattr(mine, name).weight)
-        getattr(theirs, name).bias.copy_(getattr(mine, name).bias)
-
-
-def copy_encoder_block_weights(mine: EncoderBlock, theirs: nn.TransformerEncoderLayer) -> None:
-    """Copy an EncoderBlock into an nn.TransformerEncoderLayer (inside torch.no_grad()). Chapter 5."""
-    copy_mha_weights(mine.self_attn, theirs.self_attn)
-    copy_ffn_weights(mine.ffn, theirs)
-    copy_norm_weights(mine.norm1, theirs.norm1)
-    copy_norm_weights(mine.norm2, theirs.norm2)
-
-
-def to_torch_transformer(model: Transformer) -> nn.Transformer:
-    """A torch.nn.Transformer (batch_first) holding a copy of ``model``'s block weights. Chapter 5.
-
-    Embeddings, positional encoding and the output projection stay outside: feed both the same
-    embedded inputs. nn.Transformer always ends each stack with a LayerNorm; for a post-LN
-    model (the paper's) those final norms are removed so both compute the same function.
-    """
-    if not isinstance(model, Transformer):
-        raise TypeError(f"model must be a course_utils.model.Transformer, got {type(model).__name__}")
-    c = model.config
-    with warnings.catch_warnings():  # nn.Transformer warns that pre-LN disables its nested-tensor fast path
-        warnings.simplefilter("ignore", UserWarning)
-        ref = nn.Transformer(
-            c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=c.dropout,
-            batch_first=True, norm_first=c.norm_first,
-        )
-
-    mha, norm, ffn = copy_mha_weights, copy_norm_weights, copy_ffn_weights
-    with torch.no_grad():
-        for a, b in zip(model.encoder_layers, ref.encoder.layers, strict=True):
-            copy_encoder_block_weights(a, b)
-        for a, b in zip(model.decoder_layers, ref.decoder.layers, strict=True):
-            mha(a.self_attn, b.self_attn)
-            mha(a.cross_attn, b.multihead_attn)
-            ffn(a.ffn, b)
-            norm(a.norm1, b.norm1)
-            norm(a.norm2, b.norm2)
-            norm(a.norm3, b.norm3)
-        if c.norm_first:
-            norm(model.encoder_norm, ref.encoder.norm)
-            norm(model.decoder_norm, ref.decoder.norm)
-        else:
-            ref.encoder.norm = None  # the paper's post-LN stack has no final LayerNorm
-            ref.decoder.norm = None
-    return ref.train(model.training)

@@ -1,37 +1,47 @@
 """The modern decoder block next to the 2017 one: pre-norm RMSNorm, SwiGLU, RoPE, grouped-query
-attention, no biases, each a switch of one character language model; converting a trained
-multi-head model to grouped-query attention by mean-pooling heads. Chapter 11.
+attention, no biases, each a switch of one character language model; two ways around the T x T
+matrix (a sliding window, linear attention) and gradient checkpointing as further switches;
+converting a trained multi-head model to grouped-query attention by mean-pooling heads. Chapter 11.
 
 ``ModernLMConfig`` with every switch at its 2017 value (post-LN here is ``norm_first=False``;
 the course's Chapter 8 character LM is pre-LN) builds the same network as Chapter 8's
-``DecoderOnly`` with the same state-dict keys, so the shipped character LM loads into it.
-The recipe, the seeded rows and the shipped table of ``benchmarks/modern_block.py`` live in
-``course_utils.runs.modern``.
+``DecoderOnly`` with the same state-dict keys, so the shipped character LM loads into it with
+``norm_first=True``. This module holds no recipe and seeds nothing: the recipes, the training
+runs and the shipped tables live in ``course_utils.runs.modern``.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
 from .attention import MultiHeadAttention
-
-# the one place Chapter 11 reaches the character-LM data, loader and checkpoint (Chapter 8)
-from .charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, train_val_ids
+from .charlm import CharVocab, load_corpus, model_bits_per_char, train_val_ids
+from .flash import linear_attention
 from .gpt import DecoderOnly
 from .masks import causal_mask
 from .model import PositionwiseFeedForward
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding, apply_rope, rope_tables
-from .training import TrainConfig, train
-from .validate import check_choice, check_float_tensor, check_int, check_positive_int, check_rank
+from .sliding_window import sliding_window_mask
+from .validate import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_float_tensor,
+    check_int,
+    check_module,
+    check_number,
+    check_positive_int,
+    check_token_ids,
+)
 
 
 @dataclass
@@ -50,10 +60,15 @@ class ModernLMConfig:
     ffn: str = "relu"  # "relu" (the paper's FFN) or "swiglu"
     positional: str = "sinusoidal"  # "sinusoidal" (added to the input) or "rope" (rotates q and k)
     bias: bool = True  # biases in every linear layer (False: none, as in Llama)
+    attention: str = "softmax"  # "softmax" or "linear" (Katharopoulos et al. 2020: phi(q) . phi(k), O(T))
+    window: int | None = None  # None: full causal attention; w: each token sees itself and w - 1 before
+    checkpoint: bool = False  # gradient checkpointing: keep only block inputs, recompute the rest in backward
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
             check_positive_int(name, getattr(self, name))
+        for name in ("norm_first", "bias", "checkpoint"):
+            check_bool(name, getattr(self, name))
         if self.d_model % self.n_heads != 0:
             raise ValueError(f"d_model must be divisible by n_heads, got {self.d_model} and {self.n_heads}")
         if self.n_kv_heads is not None:
@@ -63,6 +78,11 @@ class ModernLMConfig:
         check_choice("norm", self.norm, ("layernorm", "rmsnorm"))
         check_choice("ffn", self.ffn, ("relu", "swiglu"))
         check_choice("positional", self.positional, ("sinusoidal", "rope"))
+        check_choice("attention", self.attention, ("softmax", "linear"))
+        if self.window is not None:
+            check_positive_int("window", self.window)
+            if self.attention == "linear":
+                raise ValueError("window must be None with attention='linear' (linear attention has no T x T mask)")
 
 
 class RMSNorm(nn.Module):
@@ -71,12 +91,13 @@ class RMSNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
         check_positive_int("d_model", d_model)
-        self.eps = float(eps)
+        self.eps = check_number("eps", eps, 0.0, low_open=True)
         self.weight = nn.Parameter(torch.ones(d_model))  # g, one gain per feature
 
     def forward(self, x: Tensor) -> Tensor:
         """x: (..., d_model) -> (..., d_model)."""
-        check_float_tensor("x", x)
+        if check_float_tensor("x", x).dim() == 0 or x.shape[-1] != self.weight.shape[0]:
+            raise ValueError(f"x must have last dimension d_model={self.weight.shape[0]}, got shape {tuple(x.shape)}")
         rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
         return x / rms * self.weight
 
@@ -93,12 +114,16 @@ class SwiGLU(nn.Module):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("d_hidden", d_hidden)
+        check_bool("bias", bias)
         self.W = nn.Linear(d_model, d_hidden, bias=bias)  # gate
         self.V = nn.Linear(d_model, d_hidden, bias=bias)  # value
         self.W_2 = nn.Linear(d_hidden, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
         """x: (..., d_model) -> (..., d_model)."""
+        d_model = self.W.in_features
+        if check_float_tensor("x", x).dim() == 0 or x.shape[-1] != d_model:
+            raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
         return self.W_2(F.silu(self.W(x)) * self.V(x))  # (..., d_hidden) -> (..., d_model)
 
 
@@ -107,7 +132,9 @@ class ModernBlock(nn.Module):
 
     def __init__(self, c: ModernLMConfig):
         super().__init__()
-        self.norm_first, self.rope = c.norm_first, c.positional == "rope"
+        if not isinstance(c, ModernLMConfig):
+            raise TypeError(f"c must be a ModernLMConfig, got {type(c).__name__}")
+        self.norm_first, self.rope, self.linear = c.norm_first, c.positional == "rope", c.attention == "linear"
         self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, bias=c.bias, n_kv_heads=c.n_kv_heads)
         if c.ffn == "swiglu":
             self.ffn: nn.Module = SwiGLU(c.d_model, swiglu_hidden(c.d_ff), bias=c.bias)
@@ -127,6 +154,10 @@ class ModernBlock(nn.Module):
         v = mha.split_heads(mha.W_V(x))  # (B, n_kv, T, d_k)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        if self.linear:  # kernelised attention: causal by its running sums, no mask needed
+            group = mha.n_heads // mha.n_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, T, d_k)
+            return mha.W_O(mha.merge_heads(linear_attention(q, k, v, causal=True)))  # (B, T, d_model)
         return mha.attend_heads(q, k, v, mask, need_weights=False)[0]  # (B, T, d_model)
 
     def forward(self, x: Tensor, mask: Tensor, rope: tuple[Tensor, Tensor] | None = None) -> Tensor:
@@ -167,7 +198,7 @@ class ModernLM(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens (B, T) -> next-token logits (B, T, V)."""
-        check_rank("tokens", tokens, 2, "(B, T) of token ids")
+        check_token_ids("tokens", tokens, self.config.vocab_size)
         T = tokens.shape[1]
         if T > self.config.max_len:
             raise ValueError(f"tokens has length {T}, beyond max_len={self.config.max_len}")
@@ -175,14 +206,19 @@ class ModernLM(nn.Module):
         if self.pe is not None:
             x = self.pe(x)
         rope = (self.rope_cos, self.rope_sin) if self.pe is None else None
-        mask = causal_mask(T, tokens.device)  # (1, 1, T, T)
+        c = self.config
+        mask = causal_mask(T, tokens.device) if c.window is None else sliding_window_mask(T, c.window, tokens.device)
         for block in self.layers:
-            x = block(x, mask, rope)
+            if c.checkpoint and self.training and torch.is_grad_enabled():
+                x = checkpoint(block, x, mask, rope, use_reentrant=False)  # recomputed in the backward pass
+            else:
+                x = block(x, mask, rope)
         return self.output_projection(self.final_norm(x))  # (B, T, V)
 
 
 def count_parameters(model: nn.Module) -> int:
     """Number of distinct trainable parameters (a tied matrix counts once). Chapter 11."""
+    check_module("model", model)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -199,7 +235,9 @@ def mean_pool_kv(mha: MultiHeadAttention, n_kv_heads: int) -> MultiHeadAttention
         raise ValueError(
             f"mha must be multi-head (n_kv_heads = n_heads = {mha.n_heads}), got n_kv_heads={mha.n_kv_heads}"
         )
-    n_kv = check_int("n_kv_heads", n_kv_heads, low=1)
+    n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=mha.n_heads)
+    if mha.n_heads % n_kv:
+        raise ValueError(f"n_kv_heads must divide n_heads={mha.n_heads}, got {n_kv}")
     bias = mha.W_Q.bias is not None
     new = MultiHeadAttention(mha.d_model, mha.n_heads, mha.dropout.p, bias=bias, sdpa=mha.sdpa, n_kv_heads=n_kv)
     new = new.to(mha.W_Q.weight.dtype)
@@ -216,50 +254,35 @@ def mean_pool_kv(mha: MultiHeadAttention, n_kv_heads: int) -> MultiHeadAttention
     return new.train(mha.training)
 
 
-def convert_to_gqa(model: DecoderOnly, n_kv_heads: int, pool: Any = None) -> DecoderOnly:
+def convert_to_gqa(model: DecoderOnly, n_kv_heads: int,
+                   pool: Callable[[MultiHeadAttention, int], MultiHeadAttention] | None = None) -> DecoderOnly:
     """A copy of a decoder-only model whose every self-attention has n_kv_heads mean-pooled K/V heads. Chapter 11.
 
     ``pool(mha, n_kv_heads) -> MultiHeadAttention`` replaces mean_pool_kv (the exercise's version).
     """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
-    pool = mean_pool_kv if pool is None else pool
+    h = model.config.n_heads
+    n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=h)
+    if h % n_kv:
+        raise ValueError(f"n_kv_heads must divide n_heads={h}, got {n_kv}")
+    pool = mean_pool_kv if pool is None else check_callable("pool", pool)
     new = copy.deepcopy(model)
     for block in new.layers:
-        block.self_attn = pool(block.self_attn, n_kv_heads)
+        block.self_attn = pool(block.self_attn, n_kv)
     return new
 
 
-# ---------------------------------------------------------------- training on the character LM
-
-
+# ---------------------------------------------------------------- data and scoring
 def charlm_data() -> tuple[CharVocab, Tensor, Tensor]:
-    """(vocabulary, training ids, validation ids) of the tiny Shakespeare character task. Chapter 11."""
+    """(vocabulary, training ids, validation ids) of the tiny Shakespeare character task (Chapter 8). Chapter 11."""
     text = load_corpus()
     vocab = CharVocab(text)
     train_ids, val_ids = train_val_ids(text, vocab)
     return vocab, train_ids, val_ids
 
 
-def train_lm(model: nn.Module, train_ids: Tensor, steps: int, lr: float, batch_size: int, block_size: int,
-             seed: int = 0, warmup: int = 0, min_lr: float | None = None) -> float:
-    """Train a language model on random windows of train_ids with AdamW; returns the CPU seconds taken. Chapter 11."""
-    generator = torch.Generator().manual_seed(seed)
-    config = TrainConfig(steps=steps, lr=lr, warmup=warmup, min_lr=lr if min_lr is None else min_lr,
-                         optimizer="adamw", clip=1.0, weight_decay=0.01)
-
-    def loss_fn(logits: Tensor, targets: Tensor) -> Tensor:
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-    start = time.process_time()
-    train(model, lambda step: lm_batch(train_ids, batch_size, block_size, generator), config,
-          loss_fn=loss_fn, progress=False)
-    return time.process_time() - start
-
-
 def bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int) -> float:
     """Validation bits per character over consecutive blocks (Chapter 8's measure). Chapter 11."""
+    check_module("model", model)
     return model_bits_per_char(model, val_ids, block_size, max_windows=max_windows)  # type: ignore[arg-type]
-
-
-

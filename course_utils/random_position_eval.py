@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from .data import EOS_ID, PAD_ID, SOS_ID, decode, make_batch
-from .masks import padding_mask
+from .data import PAD_ID, decode, make_batch
+from .decoding import greedy_decode
 from .model import Transformer
 from .positional import random_positions
 from .validate import check_int, check_module, check_seed, check_str_list
@@ -36,24 +36,11 @@ def greedy_random_positions(
     n = max(T_src, max_len + 1)  # the target side holds SOS and up to max_len tokens
     max_position = check_int("max_position", max_position, low=n)
     model.eval()  # plain positions from the model; the random map is applied here
-    B = src.shape[0]
     keep = src != PAD_ID  # (B, T_src)
     plain_src, plain_tgt = model.positions(keep, n)  # (B, T_src), (B, n): 0, 1, 2, ... (or counted from the end)
-    table = random_positions(B, n, max_position, generator)  # (B, n): one sorted subset per example
+    table = random_positions(src.shape[0], n, max_position, generator)  # (B, n): one sorted subset per example
     src_pos, tgt_pos = table.gather(1, plain_src), table.gather(1, plain_tgt)  # same map for both halves
-    src_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, T_src)
-    memory = model.encode(src, src_mask, positions=src_pos)  # (B, T_src, d_model)
-    ys = torch.full((B, 1), SOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
-    cache = model.new_cache()
-    for t in range(max_len):
-        logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache, positions=(src_pos, tgt_pos[:, t : t + 1]))
-        next_id = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD_ID)  # (B,)
-        ys = torch.cat([ys, next_id[:, None]], dim=1)  # (B, t + 2)
-        finished |= next_id == EOS_ID
-        if bool(finished.all()):
-            break
-    return ys[:, 1:]
+    return greedy_decode(model, src, max_len, positions=(src_pos, tgt_pos))
 
 
 def reverse_with_random_positions(

@@ -22,7 +22,7 @@ from .validate import check_finite, check_int, check_module, check_number
 def non_embedding_params(model: nn.Module) -> int:
     """Parameters outside the token embedding, position table and output projection (Kaplan's N). Chapter 12."""
     check_module("model", model)
-    skip = ("embedding.", "pe.", "output_projection.")
+    skip = ("embedding.", "positional_scheme.", "output_projection.")  # DecoderOnly's parameter names
     return sum(p.numel() for name, p in model.named_parameters() if not name.startswith(skip))
 
 

@@ -24,21 +24,25 @@ def sliding_window_mask(T: int, window: int, device: torch.device | str | None =
 def keys_per_query(T: int, window: int | None) -> float:
     """Mean number of keys a query attends over positions 0..T-1 (window None: full causal). Chapter 11."""
     check_positive_int("T", T)
+    if window is not None:
+        check_positive_int("window", window)
     mask = causal_mask(T) if window is None else sliding_window_mask(T, window)
     return float(mask.sum()) / T
 
 
 @torch.no_grad()
 def masked_logits(model: DecoderOnly, tokens: Tensor, mask: Tensor) -> Tensor:
-    """The logits (B, T, V) of a decoder-only model run under ``mask`` instead of its causal mask. Chapter 11."""
+    """The logits (B, T, V) of a decoder-only model run under ``mask`` instead of its causal mask. Chapter 11.
+
+    One call of the model's own forward pass, so every positional scheme is kept.
+    """
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
     check_token_ids("tokens", tokens, model.config.vocab_size, "(B, T) of token ids")
     check_bool_mask("mask", mask)
-    x = model.embed(tokens)  # (B, T, d_model)
-    for block in model.layers:
-        x, _ = block(x, mask)  # (B, T, d_model)
-    return model.output_projection(model.final_norm(x))  # (B, T, V)
+    logits = model(tokens, mask=mask)
+    assert isinstance(logits, Tensor)
+    return logits  # (B, T, V)
 
 
 @torch.no_grad()
@@ -47,6 +51,9 @@ def windowed_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int,
     """Next-character cross-entropy in bits over consecutive blocks of val_ids, under a sliding window. Chapter 11."""
     check_rank("val_ids", val_ids, 1, "(N,) token ids")
     check_positive_int("block_size", block_size)
+    check_positive_int("max_windows", max_windows)
+    if window is not None:
+        check_positive_int("window", window)
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
     if block_size > model.config.max_len:

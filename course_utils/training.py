@@ -156,8 +156,10 @@ class TrainHistory:
 
 
 class Callback:
-    """Something :func:`train` calls during training; override either method or both. Chapter 6.
+    """Something :func:`train` calls during training; override any of its methods. Chapter 6.
 
+    ``on_train_begin(model)`` runs once before the first step: a callback that reads the model
+    (its gradients, its weights) gets it here, so whoever builds the model need not pass it in.
     ``after_backward(step, logits, batch)`` runs after the backward pass and before clipping, so
     it can read the raw gradients and score the batch (``logits`` detached).
     ``after_step(step, model, history)`` runs after the optimiser step (for example an
@@ -165,6 +167,9 @@ class Callback:
     after it); returning True stops training early. The time spent in either is never counted
     as training time (``history.callback_seconds`` holds it).
     """
+
+    def on_train_begin(self, model: nn.Module) -> None:
+        """Called once with the model about to be trained, before the first step."""
 
     def after_backward(self, step: int, logits: Tensor, batch: Sequence[Tensor]) -> None:
         """Called after ``loss.backward()``, before clipping."""
@@ -186,7 +191,8 @@ class StepsTo(Callback):
     def __init__(self, target: float, every: int = 1):
         check_number("target", target, 0.0, 1.0)
         check_positive_int("every", every)
-        self.target, self.every, self.reached = target, every, None
+        self.target, self.every = target, every
+        self.reached: int | None = None
 
     def score(self, step: int, model: nn.Module) -> float | None:  # pragma: no cover - overridden
         """The measured score at ``step`` (None: not measured at this step)."""
@@ -259,6 +265,8 @@ def train(
     history = TrainHistory()
     model.train()
     start, cpu_start, cpu_in_callbacks = time.perf_counter(), time.process_time(), 0.0
+    for callback in callbacks:
+        callback.on_train_begin(model)
     bar = TextProgress(config.steps, desc=desc, enabled=progress)
     for step in range(1, config.steps + 1):
         batch = batch_fn(step)

@@ -14,7 +14,10 @@ Nothing is weaker than running the steps one after the other: both nbval passes 
 notebook (each split in PARTS groups of about equal time), pass 1 keeps this machine's numerics
 and thread count, pass 2 forces PyTorch's portable kernels and one thread.
 
-Usage: python scripts/test_all.py [--jobs N]
+Usage: python scripts/test_all.py [--jobs N] [--only ruff,mypy,fresh,unit]
+
+``tests/test_test_all.py`` tests the plan (every step, both passes cover every notebook), the
+split of the notebooks and the scheduler's rules on stand-in steps.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def split(notebooks: list[str], parts: int = PARTS) -> list[tuple[list[str], flo
             seconds.update(json.loads(path.read_text()))
         except (OSError, ValueError):
             pass
-    cost = {nb: float(seconds.get(nb, (ROOT / nb).stat().st_size / 20_000)) for nb in notebooks}
+    cost = {nb: float(seconds[nb] if nb in seconds else (ROOT / nb).stat().st_size / 20_000) for nb in notebooks}
     groups: list[list[str]] = [[] for _ in range(parts)]
     load = [0.0] * parts
     for nb in sorted(notebooks, key=cost.__getitem__, reverse=True):
@@ -105,6 +108,8 @@ def plan() -> list[Step]:
         Step("ruff", "ruff (code and notebooks)", [str(BIN / "ruff"), "check", "."], weight=2),
         Step("fresh", "shipped results match the code's recipes",
              [str(BIN / "python"), "-m", "course_utils.runs", "check"], weight=5),
+        # the type hints of the package, checked (config in pyproject.toml; about 25 CPU s, one thread)
+        Step("mypy", "mypy (type check of course_utils)", [str(BIN / "python"), "-m", "mypy"], weight=30, yields=True),
         Step("unit", "unit tests", pytest("tests", "--ignore=tests/browser", "--ignore=tests/lab", "-q",
                                           "--junitxml=reports/unit.xml"),
              # the longest single step (about 70 CPU s, more than any nbval part): the first single-threaded

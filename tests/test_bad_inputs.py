@@ -13,6 +13,7 @@ Run this file as a script (``.venv/bin/python tests/test_bad_inputs.py``) for th
 from __future__ import annotations
 
 import tempfile
+import types
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,7 @@ from course_utils import (  # noqa: E402
     norm,
     plots,
     positional,
+    positions,
     quiz,
     runs,
     sampling,
@@ -50,6 +52,7 @@ from course_utils import (  # noqa: E402
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig  # noqa: E402
 from course_utils.runs import ablations as runs_ablations  # noqa: E402
 from course_utils.runs import charlm as runs_charlm  # noqa: E402
+from course_utils.runs import induction as runs_induction  # noqa: E402
 from course_utils.runs import length as runs_length  # noqa: E402
 from course_utils.runs import reversal as runs_reversal  # noqa: E402
 
@@ -701,6 +704,14 @@ bad(U, lambda: runs_length.scheme_recipe("rope", steps=-1), ValueError, "steps m
 bad(U, lambda: runs_length.checkpoint_path("nope-causal"), ValueError, "name must be one of")
 bad(U, lambda: runs_length.position_gap(MODEL), ValueError, "model must be a Transformer built with random_positions > 0")
 bad(U, lambda: runs_ablations.run_row({"d_model": 8}, {"steps": 0}), ValueError, "steps must be a positive int")
+bad(U, lambda: runs_induction.induction_recipe(colour="red"), ValueError, "colour must be a field", "unknown name")
+bad(U, lambda: ablations.measuring_callbacks(0), ValueError, "steps must be a positive int")
+bad(U, lambda: runs.load_as(runs.asset_path("reversal_decoder_only.pt"), model.Transformer), ValueError,
+    "path must hold a Transformer", "DecoderOnly")
+bad(M_, lambda: positions.check_position_fields(types.SimpleNamespace(
+    positional="rope", d_model=6, n_heads=2, max_len=8, random_positions=0, random_fraction=1.0)), ValueError,
+    "RoPE needs an even d_k")
+bad(Z_, lambda: positions.training_position_map(2, 9, 8, 1.0), ValueError, "9 positions do not fit random_positions=8")
 bad(U, lambda: evaluation.every_string_score(lambda s: s, 5), ValueError, "length must be at most 4")
 bad(U, lambda: evaluation.every_string_score(lambda s: s, 0), ValueError, "length must be a positive int")
 bad(U, lambda: decoding.reverse_strings_decoder_only(MODEL, ["abc"]), TypeError, "model must be a course_utils.gpt.DecoderOnly",
@@ -710,7 +721,7 @@ bad(U, lambda: data.make_one_sequence_batch(["ab", ""]), ValueError, "every stri
 bad(U, lambda: data.one_sequence_batch(SRC[0], torch.tensor([3])), ValueError, "ids must have 2 dimensions")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, positional="rotary"), ValueError, "positional must be one of", "'rotary'")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, d_model=12, n_heads=4, positional="rope"), ValueError, "RoPE needs an even d_k", "3")
-bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_positions=-1), ValueError, "random_positions must be an int >= 0")
+bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_positions=-1), ValueError, "random_positions must be an int from 0 (off) to max_len=128")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, random_fraction=0), ValueError, "random_fraction must be a number in (0, 1]")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, fused_layer_norm="yes"), TypeError, "fused_layer_norm must be True or False")
 bad(U, lambda: DecoderOnlyConfig(vocab_size=5, residual=0), TypeError, "residual must be True or False")
@@ -748,7 +759,7 @@ bad(I_, lambda: ablations.seq2seq_counts(4, True), TypeError, "n_layers must be 
 bad(I_, lambda: ablations.KeySizeAttention(8, 2, 2.0), TypeError, "d_k must be a positive int")
 bad(I_, lambda: ablations.layer_grad_norm(MODEL, 0.0), TypeError, "layer must be")
 bad(I_, lambda: ablations.TrainBatchAccuracy(0.9, 2.5), TypeError, "window must be a positive int")
-bad(I_, lambda: ablations.FirstLayerGradNorm(MODEL, np.float64(3)), TypeError, "steps must be a positive int")
+bad(I_, lambda: ablations.FirstLayerGradNorm(np.float64(3)), TypeError, "steps must be a positive int")
 bad(I_, lambda: analysis.diagonal_reference(LENS, 5.0), TypeError, "T must be a positive int")
 bad(I_, lambda: analysis.dominant_offset(W, REF, 1.5), TypeError, "max_offset must be a non-negative int")
 bad(I_, lambda: baselines.AdditiveAttention(8, 8, np.float32(4)), TypeError, "d_attn must be a positive int")
@@ -760,7 +771,7 @@ bad(I_, lambda: data.random_letter_ids(2.0, 2, 4), TypeError, "n must be a posit
 bad(I_, lambda: induction.repeated_sequences(2, 4.0, 10), TypeError, "half must be a positive int")
 bad(I_, lambda: induction.varied_repeats(2, 16, True), TypeError, "vocab_size must be a positive int")
 bad(I_, lambda: induction.AttentionOnly(10, d_model=8.0), TypeError, "d_model must be a positive int")
-bad(I_, lambda: induction.train_attention_only(steps=1.5), TypeError, "steps must be a positive int")
+bad(I_, lambda: runs_induction.train_attention_only(steps=1.5), TypeError, "steps must be a positive int")
 bad(I_, lambda: induction.reference_attention_only(2.0), TypeError, "n_layers must be a positive int")
 bad(I_, lambda: random_position_eval.greedy_random_positions(MODEL, SRC, 5.0, 20), TypeError, "max_len must be a positive int")
 bad(I_, lambda: random_position_eval.reverse_with_random_positions(MODEL, ["ab"], 20, extra=1.5), TypeError, "extra must be")
@@ -951,7 +962,7 @@ bad(Z_, lambda: mlm.val_windows(IDS[:5], 8, 2), ValueError, "val_ids must hold a
 bad(Z_, lambda: mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8)(torch.zeros(1, 9, dtype=torch.long)), ValueError, "max_len=8")
 bad(Z_, lambda: modern.ModernBlock(modern.ModernLMConfig(30, d_model=8, n_heads=2, d_ff=16))(torch.randn(1, 3, 6), CAUSAL4[..., :3, :3]), ValueError, "d_model=8")
 bad(Z_, lambda: modern.bits_per_char(SMALL_GPT, IDS[:5], 8, 4), ValueError, "val_ids must hold at least")
-bad(Z_, lambda: modern.train_lm(SMALL_GPT, IDS[:5], 1, 1e-3, 2, 8), ValueError, "block_size")
+bad(Z_, lambda: runs_modern.train_lm(SMALL_GPT, IDS[:5], 1, 1e-3, 2, 8), ValueError, "block_size")
 bad(Z_, lambda: mlm.next_char_accuracy(SMALL_GPT, IDS[:5], 8, 2), ValueError, "val_ids must hold at least")
 bad(Z_, lambda: mlm.gap_accuracy(mlm.EncoderOnlyLM(30, d_model=8, n_heads=2, d_ff=8, n_layers=1, max_len=8), torch.zeros(2, 8, dtype=torch.long), 8), ValueError, "position must be")
 bad(Z_, lambda: mlm.causal_gap_accuracy(SMALL_GPT, torch.zeros(2, 8, dtype=torch.long), 9), ValueError, "position must be")
@@ -970,7 +981,7 @@ bad(M_, lambda: modern.ModernLM({"vocab_size": 30}), TypeError, "config must be 
 bad(M_, lambda: modern.convert_to_gqa(MODEL, 1), TypeError, "model must be a DecoderOnly")
 bad(M_, lambda: modern.convert_to_gqa(SMALL_GPT, 3), ValueError, "n_kv_heads must divide")
 bad(M_, lambda: modern.mean_pool_kv(MHA, 3), ValueError, "n_kv_heads must divide")
-bad(M_, lambda: modern.train_lm(SMALL_GPT, IDS, 0, 1e-3, 2, 8), ValueError, "steps must be a positive int")
+bad(M_, lambda: runs_modern.train_lm(SMALL_GPT, IDS, 0, 1e-3, 2, 8), ValueError, "steps must be a positive int")
 bad(M_, lambda: modern.bits_per_char(SMALL_GPT, IDS + 40, 8, 4), ValueError, "val_ids must hold token ids in [0, 30)")
 bad(M_, lambda: mlm.bert_mask(SRC, 29, 29, rate=1.5), ValueError, "rate must be a number in [0, 1]")
 bad(M_, lambda: mlm.bert_mask(SRC, 29, 3), ValueError, "mask_id must be an int >= 29")
@@ -1049,6 +1060,37 @@ bad(I_, lambda: explorers.draw_cross_attention(MODEL, "ab", 1.0), TypeError, "la
 bad(M_, lambda: explorers.cross_attention_explorer(model="m"), TypeError, "model must be an encoder-decoder")
 bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name must be one of")
 bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
+# Chapter 11: tiling, linear attention, timing, checkpointing switches, uptraining
+bad(M_, lambda: flash.plain_attention(QH, QH, QH, causal="no"), TypeError, "causal must be True or False")
+bad(Z_, lambda: flash.plain_attention(QH[..., :0, :], QH, QH), ValueError, "q must have at least one position")
+bad(M_, lambda: flash.linear_attention(QH, QH, QH, causal="True"), TypeError, "causal must be True or False")
+bad(I_, lambda: flash.linear_attention(QH, QH, QH, True, chunk=0), ValueError, "chunk must be a positive int")
+bad(Z_, lambda: flash.linear_attention(QH, QH[:, :, :5], QH), ValueError, "q, k, v must be")
+bad(M_, lambda: flash.elu_feature_map([1.0]), TypeError, "x must be a torch.Tensor")
+bad(I_, lambda: flash.tile_counts(8, True, False), TypeError, "block must be a positive int")
+bad(M_, lambda: flash.tile_counts(8, 2, "yes"), TypeError, "causal must be True or False")
+bad(M_, lambda: flash.interleaved_times({}, 3), TypeError, "fns must be a non-empty dict")
+bad(I_, lambda: flash.interleaved_times({"a": lambda: None}, 0), ValueError, "repeats must be a positive int")
+bad(N_, lambda: flash.median([1.0, float("nan")]), ValueError, "values[1] must be a finite number")
+bad(M_, lambda: flash.median([]), TypeError, "values must be a non-empty list")
+bad(N_, lambda: modern.RMSNorm(8, eps=-1), ValueError, "eps must be a positive number")
+bad(N_, lambda: modern.RMSNorm(8, eps=float("nan")), ValueError, "eps must be a positive number")
+bad(M_, lambda: modern.SwiGLU(8, 16, bias="no"), TypeError, "bias must be True or False")
+bad(Z_, lambda: modern.SwiGLU(8, 16)(torch.randn(2, 6)), ValueError, "d_model=8")
+bad(M_, lambda: modern.ModernLMConfig(30, bias="False"), TypeError, "bias must be True or False")
+bad(M_, lambda: modern.ModernLMConfig(30, attention="flash"), ValueError, "attention must be")
+bad(I_, lambda: modern.ModernLMConfig(30, window=0), ValueError, "window must be a positive int")
+bad(M_, lambda: modern.ModernLMConfig(30, window=4, attention="linear"), ValueError, "window must be None")
+bad(M_, lambda: modern.ModernLMConfig(30, checkpoint=1), TypeError, "checkpoint must be True or False")
+bad(Z_, lambda: modern.ModernLM(modern.ModernLMConfig(30))(torch.full((1, 4), 30)), ValueError, "tokens")
+bad(M_, lambda: modern.count_parameters("model"), TypeError, "model must be")
+bad(M_, lambda: runs_modern.uptrain(SMALL_GPT, IDS, seed=-1), ValueError, "seed must be")
+bad(N_, lambda: runs_modern.train_lm(SMALL_GPT, IDS, 1, float("inf"), 2, 8), ValueError, "lr must be")
+bad(M_, lambda: runs_modern.score("model", IDS), TypeError, "model must be")
+bad(Z_, lambda: runs_modern.run_uptraining(5, charlm=SMALL_GPT), ValueError, "n_kv_heads must be")
+bad(M_, lambda: runs_modern.run_uptraining(1, charlm="charlm"), TypeError, "charlm must be a DecoderOnly")
+bad(Z_, lambda: sliding_window.windowed_bits_per_char(SMALL_GPT, IDS, 8, 4, max_windows=0), ValueError,
+    "max_windows must be a positive int")
 
 
 # ---------------------------------------------------------------- Chapter 13: BPE and translation

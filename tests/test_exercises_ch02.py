@@ -7,14 +7,10 @@ import math
 
 import pytest
 import torch
+from conftest import fails_with as _fails_with
 
 from course_utils.exercises import ch02_positional as ch02
 from course_utils.positional import alibi_slopes, apply_rope, shift_rotation, sinusoidal_encoding
-
-
-def _fails_with(result, text: str) -> None:
-    assert not result.passed and not result.not_implemented
-    assert text in result.message, result.message
 
 
 # ---------------------------------------------------------------- 2.1

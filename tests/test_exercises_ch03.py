@@ -6,6 +6,7 @@ import functools
 
 import pytest
 import torch
+from conftest import fails_with
 from torch import nn
 
 from course_utils.exercises import ch03_norm
@@ -14,11 +15,6 @@ from course_utils.exercises.ch03_norm import (
     check_residual_sublayer,
     check_rms_norm,
 )
-
-
-def fails_with(result, hint: str) -> None:
-    assert not result.passed, result.message
-    assert hint in result.message, result.message
 
 
 # ---------------------------------------------------------------- 3.1

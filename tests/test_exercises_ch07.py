@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from conftest import stub
 
 from course_utils.analysis import alignment_score, attention_entropy, copy_targets, reversal_targets
 from course_utils.exercises.ch07_heatmaps import (
@@ -12,10 +13,6 @@ from course_utils.exercises.ch07_heatmaps import (
     check_entropy,
     check_strongest_head,
 )
-
-
-def stub(*args):
-    raise NotImplementedError("your code here")
 
 
 # ---------------------------------------------------------------- 7.1

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from conftest import stub
 from torch import nn
 
 from course_utils.exercises.ch08_decoder_only import (
@@ -25,11 +26,6 @@ from course_utils.model import EncoderBlock
 from course_utils.norm import LayerNorm
 from course_utils.positional import SinusoidalPositionalEncoding
 from course_utils.sampling import top_k_filter, top_p_filter
-
-
-def stub(*args, **kwargs):
-    raise NotImplementedError
-
 
 # ----- 8.1 target-only loss mask ------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import stub as _stub
 
 from course_utils.exercises.ch10_why_transformer import (
     CROSSOVER_OPTIONS,
@@ -25,10 +26,6 @@ from course_utils.exercises.ch10_why_transformer import (
 )
 from course_utils.exercises.experiment import _fmt
 from course_utils.runs.ablations import load_ablations
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError
 
 
 @pytest.mark.parametrize("call", [

@@ -3,28 +3,47 @@ right hint, say "not implemented yet" for stubs."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from course_utils.exercises.ch11_attention_at_scale import (
-    check_max_context,
+    CHECK_SEED,
+    PairTimer,
+    check_linear_attention,
     check_mqa_uptraining,
     check_online_softmax,
     check_pool_heads,
-    reference_max_context,
+    check_tiling_experiment,
     reference_pool_heads,
 )
-from course_utils.flash import online_softmax_update
+from course_utils.flash import linear_attention, online_softmax_update, plain_attention
+from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
+from course_utils.modern import convert_to_gqa
+from course_utils.runs.modern import charlm_data, score, uptrain
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Timings as the notebook takes them: one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _stub(*args, **kwargs):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("check,args", [(check_max_context, (_stub,)), (check_online_softmax, (_stub,)),
-                                        (check_pool_heads, (_stub,)), (check_mqa_uptraining, (_stub, _stub))])
+@pytest.mark.parametrize("check,args", [
+    (check_online_softmax, (_stub,)), (check_tiling_experiment, (lambda: "faster", _stub, _stub)),
+    (check_pool_heads, (_stub,)), (check_mqa_uptraining, (lambda: "larger", _stub)),
+    (check_linear_attention, (_stub,)), (check_tiling_experiment, (_stub, _stub, _stub)),
+])
 def test_stub_is_not_implemented_yet(check, args):
     result = check(*args)
     assert not result.passed and result.not_implemented and "not implemented yet" in result.message
@@ -37,39 +56,22 @@ def _fails_with(result, *words):
 
 
 # ----- 11.1 -----------------------------------------------------------------------------------
-def test_max_context_right_answers():
-    assert check_max_context(reference_max_context).passed
-    assert check_max_context(lambda mem, L, h, kv, d, B, nb: math.floor(mem / (2 * L * kv * d * B * nb))).passed
-    assert check_max_context(lambda mem, L, h, kv, d, B, nb: torch.tensor(mem // (L * kv * d * B * nb * 2))).passed
-
-
-@pytest.mark.parametrize("wrong,words", [
-    (lambda mem, L, h, kv, d, B, nb: mem // (L * kv * d * B * nb), ["factor 2"]),
-    (lambda mem, L, h, kv, d, B, nb: mem // (2 * L * h * d * B * nb), ["query heads"]),
-    (lambda mem, L, h, kv, d, B, nb: mem // (2 * L * kv * d * nb), ["batch"]),
-    (lambda mem, L, h, kv, d, B, nb: mem / (2 * L * kv * d * B * nb), ["round down"]),
-    (lambda mem, L, h, kv, d, B, nb: mem // (2 * L * kv * d * B * 2), ["2 bytes"]),
-    (lambda mem, L, h, kv, d, B, nb: math.ceil(mem / (2 * L * kv * d * B * nb)), ["rounded up"]),
-])
-def test_max_context_mistakes(wrong, words):
-    _fails_with(check_max_context(wrong), *words)
-
-
-# ----- 11.2 -----------------------------------------------------------------------------------
 def online_loop(m, l, acc, s, v):  # noqa: E741
     """Right, written differently: concatenate the old state as one pseudo-score."""
     new_max = torch.maximum(m, s.max(dim=-1).values)
-    keep = torch.exp(m - new_max)
-    weights = torch.exp(s - new_max.unsqueeze(-1))
+    ref = new_max.masked_fill(new_max == float("-inf"), 0.0)  # rows with nothing seen yet
+    keep = torch.exp(m - ref)
+    weights = torch.exp(s - ref.unsqueeze(-1))
     return new_max, keep * l + weights.sum(-1), keep.unsqueeze(-1) * acc + torch.matmul(weights, v)
 
 
 def online_logsumexp(m, l, acc, s, v):  # noqa: E741
     """Right, via logsumexp of the tile."""
     m_new = torch.maximum(m, s.amax(-1))
-    p = (s - m_new[..., None]).exp()
-    return m_new, l * (m - m_new).exp() + torch.logsumexp(s - m_new[..., None], -1).exp(), \
-        acc * (m - m_new).exp()[..., None] + p @ v
+    ref = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+    p = (s - ref[..., None]).exp()
+    return m_new, l * (m - ref).exp() + torch.logsumexp(s - ref[..., None], -1).exp(), \
+        acc * (m - ref).exp()[..., None] + p @ v
 
 
 def no_acc_rescale(m, l, acc, s, v):  # noqa: E741
@@ -85,8 +87,15 @@ def no_l_rescale(m, l, acc, s, v):  # noqa: E741
 
 
 def normalised(m, l, acc, s, v):  # noqa: E741
-    m_new, l_new, acc_new = online_softmax_update(m, l, acc, s, v)
-    return m_new, l_new, acc_new / l_new[..., None]
+    m_new = torch.maximum(m, s.amax(-1))
+    r = torch.exp(m - m_new)
+    p = torch.exp(s - m_new[..., None])
+    l_new = l * r + p.sum(-1)
+    return m_new, l_new, (acc * r[..., None] + p @ v) / l_new[..., None]
+
+
+def calls_the_book(m, l, acc, s, v):  # noqa: E741
+    return online_softmax_update(m, l, acc, s, v)
 
 
 def tile_max_only(m, l, acc, s, v):  # noqa: E741
@@ -104,10 +113,26 @@ def in_place(m, l, acc, s, v):  # noqa: E741
     return m_new, l * r + p.sum(-1), acc
 
 
+def no_guard(m, l, acc, s, v):  # noqa: E741
+    """The update without a guard for rows whose scores are all -inf so far: NaN there."""
+    m_new = torch.maximum(m, s.amax(-1))
+    r = torch.exp(m - m_new)
+    p = torch.exp(s - m_new[..., None])
+    return m_new, l * r + p.sum(-1), acc * r[..., None] + p @ v
+
+
+def guard_with_nan_to_num(m, l, acc, s, v):  # noqa: E741
+    """Right: the same update, NaNs of fully masked rows replaced by 0."""
+    m_new = torch.maximum(m, s.amax(-1))
+    r = torch.nan_to_num(torch.exp(m - m_new), nan=0.0)
+    p = torch.nan_to_num(torch.exp(s - m_new[..., None]), nan=0.0)
+    return m_new, l * r + p.sum(-1), acc * r[..., None] + p @ v
+
+
 def test_online_right_answers():
-    assert check_online_softmax(online_softmax_update).passed
     assert check_online_softmax(online_loop).passed
     assert check_online_softmax(online_logsumexp).passed
+    assert check_online_softmax(guard_with_nan_to_num).passed
 
 
 @pytest.mark.parametrize("wrong,words", [
@@ -116,9 +141,97 @@ def test_online_right_answers():
     (normalised, ["normalised output"]),
     (tile_max_only, ["max(m_old"]),
     (in_place, ["in place"]),
+    (no_guard, ["all -inf", "NaN", "shift by 0"]),
+    (calls_the_book, ["write the step yourself"]),
 ])
 def test_online_mistakes(wrong, words):
     _fails_with(check_online_softmax(wrong), *words)
+
+
+# ----- 11.2 -----------------------------------------------------------------------------------
+def tiled_loop(q, k, v, causal, block, skip=True, scale=True):
+    """The learner's tiled attention, with switches for the mistakes."""
+    T, d_k = q.shape[-2], q.shape[-1]
+    out = []
+    for i0 in range(0, T, block):
+        qb = q[..., i0:i0 + block, :] / (math.sqrt(d_k) if scale else 1.0)
+        n = qb.shape[-2]
+        m = q.new_full((*q.shape[:-2], n), float("-inf"))
+        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
+        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
+        for j0 in range(0, i0 + n if causal and skip else T, block):
+            s = qb @ k[..., j0:j0 + block, :].transpose(-2, -1)
+            if causal:
+                rows, cols = torch.arange(i0, i0 + n)[:, None], torch.arange(j0, j0 + s.shape[-1])[None, :]
+                s = s.masked_fill(cols > rows, float("-inf"))
+            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
+        out.append(acc / l[..., None])
+    return torch.cat(out, dim=-2)
+
+
+def experiment(tiled, timer, cases=((512, 256), (1024, 256), (2048, 256), (2048, 32))):
+    results = {}
+    for T, block in cases:
+        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
+        results[(T, block)] = timer.compare(lambda q=q, k=k, v=v: plain_attention(q, k, v, True),
+                                            lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
+    return results
+
+
+class QuickTimer(PairTimer):
+    """A timer for the tests: runs each function once (so the checker sees the calls) and returns made-up
+    times, plain twice as slow as tiled, so the mistake tests do not spend minutes timing."""
+
+    def compare(self, plain_fn, tiled_fn):
+        plain_fn(), tiled_fn()
+        pair = (2.0 + len(self.log), 1.0 + len(self.log))
+        self.log.append(pair)
+        return pair
+
+
+@pytest.fixture
+def quick_timer(monkeypatch):
+    import course_utils.exercises.ch11_attention_at_scale as ch11
+
+    monkeypatch.setattr(ch11, "PairTimer", QuickTimer)
+
+
+def test_pair_timer_logs_every_pair():
+    timer = PairTimer(repeats=2)
+    pair = timer.compare(lambda: torch.ones(10).sum(), lambda: torch.ones(20).sum())
+    assert timer.log == [pair] and all(x >= 0 for x in pair)
+
+
+def test_tiling_right_answer():
+    result = check_tiling_experiment(lambda: "faster", tiled_loop, experiment, 1.4)
+    assert result.passed and "at T = 2048" in result.message and "With tiles of 32" in result.message
+
+
+@pytest.mark.parametrize("tiled,run,words", [
+    (lambda q, k, v, c, b: tiled_loop(q, k, v, c, b, skip=False), experiment, ["above the diagonal"]),
+    (lambda q, k, v, c, b: tiled_loop(q, k, v, c, b, scale=False), experiment, ["sqrt(d_k)"]),
+    (lambda q, k, v, c, b: tiled_loop(q, k, v, False, b), experiment, ["later keys"]),
+    (lambda q, k, v, c, b: plain_attention(q, k, v, c), experiment, ["above the diagonal"]),
+    (tiled_loop, lambda tiled, timer: {(512, 256): (2.0, 1.5), (1024, 256): (12.0, 8.0), (2048, 256): (40.0, 27.0),
+                                       (2048, 32): (40.0, 90.0)}, ["typed in"]),
+    (tiled_loop, lambda tiled, timer: {T: p[::-1] for T, p in experiment(tiled, timer).items()}, ["swapped"]),
+    (tiled_loop, lambda tiled, timer: experiment(tiled, timer, ((512, 256), (1024, 256), (2048, 256))),
+     ["blocks of 32"]),
+    (tiled_loop, lambda tiled, timer: {T: p for (T, b), p in experiment(tiled, timer).items()}, ["(T, block)"]),
+    (tiled_loop, lambda tiled, timer: experiment(lambda q, k, v, c, b: plain_attention(q, k, v, c), timer),
+     ["never timed"]),
+])
+def test_tiling_mistakes(quick_timer, tiled, run, words):
+    _fails_with(check_tiling_experiment(lambda: "faster", tiled, run), *words)
+
+
+def test_tiling_rejects_the_books_loop_and_a_bad_prediction(quick_timer):
+    from course_utils.flash import tiled_attention
+
+    def books(q, k, v, causal, block):
+        return tiled_attention(q, k, v, causal, block)
+    _fails_with(check_tiling_experiment(lambda: "faster", books, experiment), "write the loop yourself")
+    _fails_with(check_tiling_experiment(lambda: "quicker", tiled_loop, experiment), "not one of the choices")
 
 
 # ----- 11.3 -----------------------------------------------------------------------------------
@@ -154,26 +267,112 @@ def test_pool_mistakes(wrong, words):
 
 
 # ----- 11.4 -----------------------------------------------------------------------------------
-def test_mqa_right_answers():
-    result = check_mqa_uptraining(lambda: "larger", lambda: (1.36, 0.57))
-    assert result.passed and "matches" in result.message
-    result = check_mqa_uptraining(lambda: " same ", lambda: (torch.tensor(1.2), 0.6))
-    assert result.passed and "You predicted 'same'" in result.message
+@pytest.fixture(scope="module")
+def tiny():
+    """A small untrained character LM and the data: fast enough to uptrain in the tests."""
+    vocab, train_ids, val_ids = charlm_data()
+    torch.manual_seed(0)
+    model = DecoderOnly(DecoderOnlyConfig(vocab_size=len(vocab), d_model=16, n_heads=4, d_ff=32, n_layers=1,
+                                          max_len=128, norm_first=True)).eval()
+    return model, (vocab, train_ids[:20000], val_ids[:9000])
 
 
-@pytest.mark.parametrize("prediction,numbers,words", [
-    ("bigger", (1.36, 0.57), ["not one of the choices"]),
-    ("larger", (1.36, 1.36), ["before uptraining"]),
-    ("larger", (1.36, 1.2), ["measure before uptraining"]),
-    ("larger", (1.36, 0.05), ["more than 30 steps"]),
-    ("larger", (0.3, 0.2), ["before converting"]),
-    ("larger", (1.36,), ["(lost_before, lost_after)"]),
+def mqa_right(charlm, train_ids, val_ids, seed):
+    control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 1)
+    before = score(mqa, val_ids) - score(control, val_ids)
+    uptrain(control, train_ids, seed)
+    uptrain(mqa, train_ids, seed)
+    return before, score(mqa, val_ids) - score(control, val_ids)
+
+
+def mqa_variant(kind):
+    def experiment(charlm, train_ids, val_ids, seed):
+        control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 1)
+        base = score(charlm, val_ids)
+        before = score(mqa, val_ids)
+        if kind != "no control":
+            uptrain(control, train_ids, 0 if kind == "seed 0" else seed)
+        uptrain(mqa, train_ids, 0 if kind == "seed 0" else seed)
+        after, control_after = score(mqa, val_ids), score(control, val_ids)
+        return {
+            "no control": (before - base, after - base),
+            "absolute": (before, after),
+            "swapped": (after - control_after, before - base),
+            "seed 0": (before - base, after - control_after),
+        }[kind]
+    return experiment
+
+
+@pytest.mark.parametrize("kind,words", [
+    ("no control", ["the control"]), ("absolute", ["bits per character, not what it loses"]),
+    ("swapped", ["swapped"]), ("seed 0", ["seed argument"]),
 ])
-def test_mqa_mistakes(prediction, numbers, words):
-    _fails_with(check_mqa_uptraining(lambda: prediction, lambda: numbers), *words)
+def test_mqa_mistakes(tiny, kind, words):
+    model, data = tiny
+    _fails_with(check_mqa_uptraining(lambda: "larger", mqa_variant(kind), model, data), *words)
 
 
-def test_mqa_prediction_comes_first():
+def test_mqa_rejects_typed_in_numbers_and_checks_the_prediction_first(tiny):
+    model, data = tiny
+    _fails_with(check_mqa_uptraining(lambda: "larger", lambda *a: (1.2, 0.5), model, data), "typed in")
     measured = []
-    result = check_mqa_uptraining(lambda: "", lambda: measured.append(1) or (1.3, 0.4))
+    result = check_mqa_uptraining(lambda: "", lambda *a: measured.append(1) or (1.3, 0.4), model, data)
     assert result.not_implemented and not measured
+    _fails_with(check_mqa_uptraining(lambda: "bigger", mqa_right, model, data), "not one of the choices")
+
+
+def test_mqa_right_answer_on_the_shipped_model():
+    result = check_mqa_uptraining(lambda: "larger", mqa_right)
+    assert result.passed and "accepted range" in result.message and str(CHECK_SEED)
+
+
+# ----- 11.5 -----------------------------------------------------------------------------------
+def linear_cumsum(q, k, v, causal):
+    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    if not causal:
+        return fq @ (fk.transpose(-2, -1) @ v) / (fq @ fk.sum(-2)[..., None])
+    S = torch.cumsum(fk[..., :, None] * v[..., None, :], dim=-3)  # (..., T, d_k, d_v)
+    z = torch.cumsum(fk, dim=-2)  # (..., T, d_k)
+    return (fq[..., None, :] @ S).squeeze(-2) / (fq * z).sum(-1, keepdim=True)
+
+
+def linear_rnn(q, k, v, causal):
+    """Right, as a recurrent loop over positions (the RNN view of Katharopoulos et al.)."""
+    if not causal:
+        return linear_attention(q, k, v, False)
+    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    S = q.new_zeros((*q.shape[:-2], q.shape[-1], v.shape[-1]))
+    z = q.new_zeros((*q.shape[:-2], q.shape[-1]))
+    outs = []
+    for t in range(q.shape[-2]):
+        S = S + fk[..., t, :, None] * v[..., t, None, :]
+        z = z + fk[..., t, :]
+        outs.append((fq[..., t, None, :] @ S).squeeze(-2) / (fq[..., t, :] * z).sum(-1, keepdim=True))
+    return torch.stack(outs, dim=-2)
+
+
+def quadratic(q, k, v, causal, phi=lambda x: F.elu(x) + 1, norm=True, strict=False):
+    a = phi(q) @ phi(k).transpose(-2, -1)
+    if causal:
+        a = a.tril(-1 if strict else 0)
+    return a @ v / a.sum(-1, keepdim=True) if norm else a @ v
+
+
+def test_linear_right_answers():
+    assert check_linear_attention(linear_cumsum).passed
+    assert check_linear_attention(linear_rnn).passed
+    _fails_with(check_linear_attention(lambda q, k, v, causal: linear_attention(q, k, v, causal)), "yourself")
+
+
+@pytest.mark.parametrize("wrong,words", [
+    (lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c), ["softmax attention"]),
+    (lambda q, k, v, c: linear_cumsum(q - 30, k, v, c) * 0 + quadratic(q, k, v, c, phi=F.elu), ["elu(x) + 1"]),
+    (lambda q, k, v, c: quadratic(q, k, v, c, phi=F.relu), ["not relu"]),
+    (lambda q, k, v, c: quadratic(q, k, v, c, norm=False), ["not normalised"]),
+    (lambda q, k, v, c: linear_cumsum(q, k, v, False), ["j <= i"]),
+    (lambda q, k, v, c: quadratic(q, k, v, c, strict=True), ["own key"]),
+    (lambda q, k, v, c: linear_cumsum(q / math.sqrt(q.shape[-1]), k, v, c), ["sqrt(d_k)"]),
+    (quadratic, ["T x T", "linearly"]),
+])
+def test_linear_mistakes(wrong, words):
+    _fails_with(check_linear_attention(wrong), *words)

@@ -65,3 +65,56 @@ def test_peak_memory_sees_the_t_by_t_matrix_and_tiles_avoid_it():
     assert tiled < T * T * 4 / 4
     assert peak_memory_bytes(lambda: torch.ones(1000)) == 4000
     assert peak_memory_bytes(lambda: torch.ones(1000)) == peak_memory_bytes(lambda: torch.ones(1000))
+
+
+def test_online_update_keeps_a_fully_masked_row_at_zero_without_nan():
+    m, l, acc = torch.full((2,), float("-inf")), torch.zeros(2), torch.zeros(2, 3)
+    s = torch.tensor([[float("-inf")] * 4, [0.5, -1.0, float("-inf"), 2.0]])
+    v = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
+    m, l, acc = online_softmax_update(m, l, acc, s, v)
+    assert m[0] == float("-inf") and l[0] == 0 and (acc[0] == 0).all()
+    assert torch.isfinite(l).all() and torch.isfinite(acc).all()
+    s2 = torch.randn(2, 4, generator=torch.Generator().manual_seed(1))
+    m, l, acc = online_softmax_update(m, l, acc, s2, v)
+    torch.testing.assert_close(acc[0] / l[0], torch.softmax(s2[0], -1) @ v)
+
+
+@pytest.mark.parametrize("T,block,causal,want", [(2048, 256, True, (36, 64)), (4096, 256, True, (136, 256)),
+                                                 (100, 7, False, (225, 225)), (1, 4, True, (1, 1))])
+def test_tile_counts(T, block, causal, want):
+    from course_utils.flash import tile_counts
+
+    assert tile_counts(T, block, causal) == want
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("T,chunk", [(1, 4), (37, 8), (64, 64), (100, 7)])
+def test_linear_attention_equals_its_quadratic_form(causal, T, chunk):
+    from course_utils.flash import elu_feature_map, linear_attention
+
+    g = torch.Generator().manual_seed(T)
+    q, k = (torch.randn(2, 3, T, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    v = torch.randn(2, 3, T, 5, generator=g, dtype=torch.float64)
+    a = elu_feature_map(q) @ elu_feature_map(k).transpose(-2, -1)
+    if causal:
+        a = a.tril()
+    want = a @ v / a.sum(-1, keepdim=True)
+    torch.testing.assert_close(linear_attention(q, k, v, causal, chunk=chunk), want, atol=1e-12, rtol=0)
+
+
+def test_linear_attention_memory_grows_linearly():
+    from course_utils.flash import linear_attention
+
+    T = 4096
+    q = torch.randn(1, 1, T, 16)
+    peak = peak_memory_bytes(lambda: linear_attention(q, q, q, causal=True))
+    assert peak < T * T * 4 / 16
+
+
+def test_interleaved_times_runs_in_turn_with_a_warm_up():
+    from course_utils.flash import interleaved_times, median
+
+    order = []
+    times = interleaved_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeats=3)
+    assert order == ["a", "b"] * 4 and len(times["a"]) == len(times["b"]) == 3
+    assert median([3.0, 1.0, 2.0]) == 2.0

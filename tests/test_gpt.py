@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import tiny_decoder_only
 from torch import nn
 
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig, generate, to_torch_encoder
@@ -16,10 +17,7 @@ KERNELS = [{}, {"fused_layer_norm": True, "sdpa_attention": False}]
 
 
 def small(**kw) -> DecoderOnly:
-    base = dict(vocab_size=13, d_model=16, n_heads=4, d_ff=32, n_layers=3, max_len=40)
-    base.update(kw)
-    torch.manual_seed(0)
-    return DecoderOnly(DecoderOnlyConfig(**base)).eval()
+    return tiny_decoder_only(**kw)
 
 
 def tokens(B: int, T: int, V: int = 13, seed: int = 0) -> torch.Tensor:
@@ -174,6 +172,56 @@ def test_generate_stops_at_eos_and_pads():
 def test_generate_refuses_beyond_context():
     with pytest.raises(ValueError, match="context window"):
         generate(small(), tokens(1, 30), 20)
+
+
+def test_generate_continues_and_returns_a_cache():
+    # one call of 8 tokens = two calls of 3 and 5 sharing the cache (the second gets only the last new token)
+    model = small()
+    prompt = tokens(2, 4)
+    whole = generate(model, prompt, 8, temperature=0)
+    first, cache = generate(model, prompt, 3, temperature=0, return_cache=True)
+    assert cache.length == 4 + 3 - 1  # the last generated token has not been fed yet
+    second, cache = generate(model, first[:, -1:], 5, temperature=0, cache=cache, return_cache=True)
+    assert torch.equal(torch.cat([first, second], dim=1), whole)
+    assert cache.length == 4 + 8 - 1
+    with pytest.raises(ValueError, match="use_cache=True"):
+        generate(model, prompt, 3, use_cache=False, cache=model.new_cache())
+
+
+@pytest.mark.parametrize("positional", POSITIONAL_SCHEMES)
+def test_generate_at_explicit_positions(positional):
+    # the default positions given explicitly change nothing; other positions are used, with or without a cache
+    model = small(positional=positional)
+    if positional == "t5":
+        with torch.no_grad():
+            model.positional_scheme.t5["decoder"].table.weight.normal_(generator=torch.Generator().manual_seed(0))
+    prompt = tokens(2, 4)
+    plain = torch.arange(4 + 6).expand(2, -1)
+    assert torch.equal(generate(model, prompt, 6, temperature=0, positions=plain),
+                       generate(model, prompt, 6, temperature=0))
+    spread = 3 * torch.arange(4 + 6).expand(2, -1)  # every third position
+    a = generate(model, prompt, 6, temperature=0, positions=spread)
+    b = generate(model, prompt, 6, temperature=0, positions=spread, use_cache=False)
+    assert torch.equal(a, b)
+    seq = prompt  # step by step: the argmax of a full forward pass at the spread positions
+    for _ in range(6):
+        logits = model(seq, positions=spread[:, : seq.shape[1]])
+        seq = torch.cat([seq, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(a, seq[:, 4:])
+
+
+def test_forward_takes_a_mask_and_positions():
+    model = small(positional="rope")
+    x = tokens(2, 9)
+    causal = torch.ones(9, 9, dtype=torch.bool).tril()[None, None]
+    torch.testing.assert_close(model(x, mask=causal), model(x))
+    torch.testing.assert_close(model(x, positions=torch.arange(9).expand(2, -1)), model(x))
+    with pytest.raises(ValueError, match="positions must have the shape of tokens"):
+        model(x, positions=torch.arange(8).expand(2, -1))
+    with pytest.raises(ValueError, match="positions must be torch.long in"):
+        model(x, positions=torch.arange(40, 49).expand(2, -1))
+    with pytest.raises(ValueError, match="mask"):
+        model(x, mask=torch.ones(1, 1, 9, 8, dtype=torch.bool))
 
 
 def test_bad_inputs_named():

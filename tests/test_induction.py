@@ -95,14 +95,32 @@ def test_two_layers_learn_induction_and_one_does_not():
 def test_reference_run_is_trained_once_however_it_is_called(monkeypatch):
     """The chapter calls reference_attention_only(n_layers=2), Exercise 8.6's checker (2): one training run."""
     from course_utils import induction
+    from course_utils.runs import induction as runs_induction
 
     calls = []
-    monkeypatch.setattr(induction, "train_attention_only", lambda **kw: calls.append(kw) or (nn.Linear(1, 1), [0.0]))
+    monkeypatch.setattr(runs_induction, "train_attention_only",
+                        lambda *args: calls.append(args) or (nn.Linear(1, 1), [0.0]))
     # an empty cache of its own: the session's trained reference runs stay cached for the other tests
-    fresh = functools.lru_cache(maxsize=2)(induction._reference_run.__wrapped__)
-    monkeypatch.setattr(induction, "_reference_run", fresh)
-    first = induction.reference_attention_only(n_layers=2)
-    assert induction.reference_attention_only(2) is first and induction.reference_attention_only() is first
-    assert len(calls) == 1 and calls[0] == {"n_layers": 2, **induction.INDUCTION_RECIPE}
+    fresh = functools.lru_cache(maxsize=2)(runs_induction._reference_run.__wrapped__)
+    monkeypatch.setattr(runs_induction, "_reference_run", fresh)
+    first = induction.reference_attention_only(n_layers=2)  # the old import path still works
+    assert runs_induction.reference_attention_only(2) is first and runs_induction.reference_attention_only() is first
+    recipe = runs_induction.INDUCTION_RECIPE
+    assert calls == [(recipe["train"]["steps"], recipe["seed"], 2)]
     with pytest.raises(TypeError, match="n_layers must be a positive int"):
         induction.reference_attention_only(2.0)
+
+
+def test_the_run_is_chapter_6s_loop_with_the_recipe_s_settings():
+    # a constant rate, Adam's default betas, no clipping, the plain loss: what the recipe states
+    from course_utils.runs.induction import INDUCTION_RECIPE, induction_recipe, train_attention_only
+
+    train = INDUCTION_RECIPE["train"]
+    assert train["warmup"] == 0 and train["min_lr"] == train["lr"] and train["clip"] is None
+    a, losses_a = train_attention_only(steps=5, seed=3, n_layers=1, d_model=16)
+    b, losses_b = train_attention_only(steps=5, seed=3, n_layers=1, d_model=16)
+    assert losses_a == losses_b and len(losses_a) == 5  # seeded by runs.run
+    assert a.embedding.embedding_dim == 16 and len(a.attn) == 1
+    assert induction_recipe(half=8)["model"]["max_len"] == 16
+    with pytest.raises(ValueError, match="unknown name"):
+        induction_recipe(colour="red")

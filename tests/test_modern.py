@@ -55,7 +55,9 @@ def test_2017_settings_reproduce_decoder_only_with_its_state_dict():
 
 
 @pytest.mark.parametrize("switch", [{"norm": "rmsnorm"}, {"ffn": "swiglu"}, {"positional": "rope"},
-                                    {"n_kv_heads": 1}, {"bias": False}, {"norm_first": True}])
+                                    {"n_kv_heads": 1}, {"bias": False}, {"norm_first": True},
+                                    {"attention": "linear"}, {"attention": "linear", "n_kv_heads": 2},
+                                    {"window": 3}, {"checkpoint": True}])
 def test_each_switch_is_causal_and_trains(switch):
     torch.manual_seed(0)
     model = ModernLM(ModernLMConfig(vocab_size=7, d_model=16, n_heads=4, d_ff=32, n_layers=2, max_len=12, **switch))
@@ -116,8 +118,10 @@ def test_convert_to_gqa_keeps_the_original():
 def test_shipped_result_has_the_codes_recipe():
     data = load_modern_block_result()
     assert data["recipe"] == json.loads(json.dumps(MODERN_BLOCK_RECIPE))
-    assert [r["variant"] for r in data["rows"]] == list(MODERN_BLOCK_RECIPE["variants"])
-    assert len(data["spread"]) == len(MODERN_BLOCK_RECIPE["spread_seeds"]) * len(MODERN_BLOCK_RECIPE["spread_variants"])
+    seeds = MODERN_BLOCK_RECIPE["seeds"]
+    assert [(r["variant"], r["seed"]) for r in data["rows"]] == [
+        (v, s) for v in MODERN_BLOCK_RECIPE["variants"] for s in seeds]
+    assert all("bits_per_char_window" in r for r in data["rows"] if r["variant"] == "2017 block")
 
 
 def test_shortened_recipe_changes_only_the_steps_and_the_warmup():
@@ -145,3 +149,35 @@ def test_mha_charlm_runs_its_layernorms_fused_with_the_same_numbers():
     tokens = torch.randint(0, fused.config.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         torch.testing.assert_close(fused(tokens), plain(tokens), atol=1e-5, rtol=1e-5)
+
+
+def test_window_limits_what_a_position_sees():
+    torch.manual_seed(0)
+    model = ModernLM(ModernLMConfig(vocab_size=7, d_model=16, n_heads=4, d_ff=32, n_layers=2, max_len=12, window=3))
+    tokens = torch.randint(0, 7, (1, 12))
+    changed = tokens.clone()
+    changed[0, 2] = (changed[0, 2] + 1) % 7
+    moved = (model(changed) - model(tokens)).abs().amax(-1)[0] > 0
+    assert moved.nonzero().flatten().tolist() == list(range(2, 2 + 2 * (3 - 1) + 1))  # p .. p + L (w - 1)
+
+
+def test_checkpointing_gives_the_same_gradients():
+    grads = []
+    for flag in (False, True):
+        torch.manual_seed(0)
+        model = ModernLM(ModernLMConfig(vocab_size=7, d_model=16, n_heads=4, d_ff=32, n_layers=3, max_len=12,
+                                        checkpoint=flag)).train()
+        tokens = torch.randint(0, 7, (2, 12), generator=torch.Generator().manual_seed(1))
+        model(tokens).square().mean().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_the_modern_module_holds_no_recipe_and_seeds_nothing():
+    import inspect
+
+    import course_utils.modern as modern
+
+    source = inspect.getsource(modern)
+    assert "manual_seed" not in source and "set_seed" not in source and "RECIPE" not in source

@@ -83,9 +83,6 @@ ALLOWED: dict[tuple[str, str, str, str], str] = {
 # and then this set is emptied. Same key as ALLOWED.
 PENDING: set[tuple[str, str, str, str]] = {
     ("11_attention_at_scale.ipynb", "4.5", "MiB", "GPT-3 keeps 4.5 MiB per token, so one 2048-token s"),
-    ("11_attention_at_scale.ipynb", "0.32", "bits per character", "Over six seeds of the uptraining batches (0-5) GQA"),
-    ("11_attention_at_scale.ipynb", "4.4", "MiB", "CODE continues to $T = 8192$: 640 MiB for plain at"),
-    ("11_attention_at_scale.ipynb", "0.29", "bits per character", "**RoPE** alone gains about 0.29 bits per character"),
 }
 
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import tiny_transformer
 
 from course_utils.data import make_batch
 from course_utils.decoding import greedy_decode
-from course_utils.model import Transformer, TransformerConfig
+from course_utils.model import Transformer
 from course_utils.random_position_eval import greedy_random_positions, reverse_with_random_positions
 
 
 def _model(**kw: object) -> Transformer:
-    torch.manual_seed(0)
-    config = TransformerConfig(29, 29, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
-                               dropout=0.0, max_len=64, **kw)
-    return Transformer(config).eval()
+    return tiny_transformer(vocab=29, d_model=32, d_ff=64, **kw)
 
 
 @pytest.mark.parametrize("positional", ["rope", "t5", "alibi"])

@@ -59,6 +59,21 @@ def test_non_embedding_params_counts_the_blocks():
     assert non_embedding_params(model) == 4 * (d * d + d) + (8 * d * d + 5 * d) + 4 * d + 2 * d
 
 
+def test_non_embedding_params_skips_a_learned_position_table():
+    # the same blocks with a learned table (max_len x d parameters more) have the same non-embedding count
+    from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
+
+    d, max_len = 16, 8
+    blocks = 4 * (d * d + d) + (8 * d * d + 5 * d) + 4 * d + 2 * d
+    for positional in ("learned", "t5", "sinusoidal"):
+        model = DecoderOnly(DecoderOnlyConfig(vocab_size=65, d_model=d, n_heads=2, d_ff=4 * d, n_layers=1,
+                                              max_len=max_len, positional=positional))
+        assert non_embedding_params(model) == blocks, positional
+    learned = DecoderOnly(DecoderOnlyConfig(vocab_size=65, d_model=d, n_heads=2, d_ff=4 * d, n_layers=1,
+                                            max_len=max_len, positional="learned"))
+    assert sum(p.numel() for n, p in learned.named_parameters() if n.startswith("positional_scheme.")) == max_len * d
+
+
 def test_shipped_asset_matches_the_recipe():
     record = load_scaling()
     assert record["recipe"] == SCALING_RECIPE

@@ -216,7 +216,9 @@ def check_fully_masked_rows(fn: Callable[[Tensor, int], Tensor]) -> str:
         for side, tokens in (("right", _right_pad(rows, pad_id)), ("left", _left_pad(rows, pad_id))):
             got = call_student(fn, tokens.clone(), pad_id, what="your fully_masked_rows")
             got = _expect_bool(got, f"fully_masked_rows(tokens, {pad_id}) for {side} padding")
-            want = ~combine_masks(padding_mask(tokens, pad_id), causal_mask(tokens.shape[1])).any(dim=-1)
+            both = combine_masks(padding_mask(tokens, pad_id), causal_mask(tokens.shape[1]))
+            assert both is not None
+            want = ~both.any(dim=-1)
             want = want.reshape(tokens.shape)  # (B, 1, T) -> (B, T)
             if tuple(got.shape) != tuple(tokens.shape):
                 raise CheckFailed(

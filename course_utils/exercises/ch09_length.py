@@ -229,7 +229,8 @@ def check_learned_randomized(cls: Callable[..., Any]) -> str:
 def exact_match_with_positions(model: Any, strings: list[str], table: Callable[[int, int], Tensor]) -> float:
     """Share of ``strings`` that greedy decoding reverses exactly when the plain positions 0, 1, 2, ... are mapped
     through ``table(B, n)`` (B, n) at test time, the same map for source and target (Ruoss et al.). Chapter 9."""
-    from ..data import EOS_ID, ITOS, PAD_ID, SOS_ID, make_batch
+    from ..data import EOS_ID, ITOS, PAD_ID, make_batch
+    from ..decoding import greedy_decode
 
     src, _, _ = make_batch(strings)
     B, T = src.shape
@@ -246,15 +247,10 @@ def exact_match_with_positions(model: Any, strings: list[str], table: Callable[[
     if model.config.source_positions == "end":
         plain = (L - 1 - plain).clamp(min=0)  # letter j of an L-letter string at L-1-j
     src_pos = positions.gather(1, plain)  # (B, T)
-    src_mask = keep[:, None, None, :]  # (B, 1, 1, T)
-    memory = model.encode(src, src_mask, positions=src_pos)
-    ys = torch.full((B, 1), SOS_ID)
-    for _ in range(steps):  # the whole prefix every step: one position map for all of it
-        tgt_pos = positions[:, : ys.shape[1]]  # (B, t)
-        logits = model.decode(ys, memory, src_mask, positions=(src_pos, tgt_pos))
-        ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    # the whole prefix every step (no cache): one position map for all of it
+    ids = greedy_decode(model, src, steps, use_cache=False, positions=(src_pos, positions))
     right = 0
-    for row, s in zip(ys[:, 1:].tolist(), strings, strict=True):
+    for row, s in zip(ids.tolist(), strings, strict=True):
         out = "".join(ITOS[i] for i in row[: row.index(EOS_ID)]) if EOS_ID in row else None
         right += out == s[::-1]
     return right / len(strings)

@@ -160,7 +160,8 @@ def check_loglog_crossover(fn: Callable[[Sequence[float], Sequence[float]], Any]
         fits = {k: tuple(as_number(v, "your fit") for v in call_student(fn, list(lengths), list(ms[k]),
                                                                         what="your loglog_fit"))
                 for k in ("transformer", "gru", "gru_bahdanau")}
-        cross[threads] = {k: crossover_length(fits["transformer"], fits[k]) for k in ("gru", "gru_bahdanau")}
+        cross[threads] = {k: crossover_length(fits["transformer"], fits[k])  # type: ignore[arg-type]  # pairs
+                          for k in ("gru", "gru_bahdanau")}
     n1 = cross["1"]["gru"]
     verdict = judge_range(n1, crossover_expected(timing), what="your crossover", show=True)
     outcome = ("never" if not math.isfinite(n1) else "below 32" if n1 < 32 else

@@ -207,7 +207,8 @@ class _Recorder(TorchFunctionMode):
 
     def __init__(self, names: set[str]):
         super().__init__()
-        self.names, self.seen = names, set()
+        self.names = names
+        self.seen: set[str] = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         name = getattr(func, "__name__", "")

@@ -10,6 +10,8 @@ evaluation, data, charlm, ...) hold only what a chapter teaches and never name a
 - :mod:`~course_utils.runs.charlm`: Chapter 8's character LM recipe, run and loader;
 - :mod:`~course_utils.runs.length`: Chapter 9's schemes, their recipes, curves and shipped models;
 - :mod:`~course_utils.runs.ablations`: Chapter 10's measured rows and shipped results;
+- :mod:`~course_utils.runs.induction`: Chapter 8's induction run (recipe, runner, cached reference run);
+- :mod:`~course_utils.runs.makers`: how each shipped checkpoint is made (``scripts/train_checkpoint.py``'s table);
 - :mod:`~course_utils.runs.registry`: the freshness check, ``python -m course_utils.runs check``.
 """
 
@@ -20,6 +22,7 @@ from .core import (
            Run,
            asset_path,
            load,
+           load_as,
            load_asset,
            read_checkpoint,
            run,
@@ -28,5 +31,5 @@ from .core import (
            with_steps,
 )
 
-__all__ = ["ASSETS", "KINDS", "Recipe", "Run", "asset_path", "load", "load_asset", "read_checkpoint", "run", "save",
-           "seeded", "with_steps"]
+__all__ = ["ASSETS", "KINDS", "Recipe", "Run", "asset_path", "load", "load_as", "load_asset", "read_checkpoint", "run",
+           "save", "seeded", "with_steps"]

@@ -7,15 +7,18 @@ miniature), one row of Table 3 (:func:`run_row`) and the shipped results. Chapte
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ablations import build_variant, train_measured
+import torch
+from torch import Tensor, nn
+
+from ..ablations import build_variant, measurements, measuring_callbacks
 from ..data import VOCAB_SIZE, random_batch
 from ..evaluation import evaluate_by_length
 from ..model import TransformerConfig
-from ..training import TrainConfig
 from ..validate import check_bool
-from .core import Recipe, load_asset, seeded
+from .core import Recipe, load_asset, run
 from .reversal import FAST_RECIPE
 
 ABLATIONS_FILE = "ablations.json"
@@ -37,6 +40,14 @@ def ablations_recipe(quick: bool = False) -> Recipe:
             "depth_train": DEPTH_TRAIN, "table3_data": TABLE3_DATA}
 
 
+def _build_row(recipe: Recipe) -> nn.Module:
+    return build_variant(TransformerConfig(**recipe["model"]), **recipe["variant"])
+
+
+def _row_batches(recipe: Recipe, generator: torch.Generator) -> Callable[[int], Sequence[Tensor]]:
+    return lambda step: random_batch(recipe["batch_size"], recipe["min_len"], recipe["max_len"], generator)
+
+
 def run_row(
     model_kwargs: dict[str, Any],
     train_kwargs: dict[str, Any],
@@ -53,11 +64,14 @@ def run_row(
     is not finite), exact_match (greedy, %, mean over lengths min_len..max_len), steps_to_99
     and grad_norm_layer1 (see :func:`course_utils.ablations.train_measured`).
     """
-    config = TransformerConfig(src_vocab_size=VOCAB_SIZE, tgt_vocab_size=VOCAB_SIZE, **model_kwargs)
-    generator = seeded(seed)
-    model = build_variant(config, seed=seed, **(variant or {}))
-    measured = train_measured(model, lambda step: random_batch(batch_size, min_len, max_len, generator),
-                              TrainConfig(**train_kwargs))
+    recipe: Recipe = {
+        "model": {"src_vocab_size": VOCAB_SIZE, "tgt_vocab_size": VOCAB_SIZE, **model_kwargs},
+        "train": dict(train_kwargs), "seed": seed, "variant": dict(variant or {}),
+        "batch_size": batch_size, "min_len": min_len, "max_len": max_len,
+    }
+    accuracy, grads = measuring_callbacks()
+    model, history, _ = run(recipe, _build_row, _row_batches, progress=False, callbacks=[accuracy, grads])
+    measured = measurements(history, accuracy, grads)
     history = measured["history"]
     final = sum(history.losses[-20:]) / 20
     finite = math.isfinite(final)

@@ -19,7 +19,7 @@ from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..schedules import warmup_cosine_lr
 from ..training import Callback, TrainConfig, TrainHistory, make_optimizer
 from ..validate import check_bool, check_choice, check_int, check_module, check_number, check_positive_int, check_rank
-from .core import Recipe, Run, asset_path, check_recipe, load, read_checkpoint, run, seeded
+from .core import Recipe, Run, asset_path, check_recipe, load_as, read_checkpoint, run, seeded
 
 CHARLM_CHECKPOINT = "charlm_shakespeare.pt"
 
@@ -106,7 +106,7 @@ def load_charlm(path: Any = None) -> tuple[DecoderOnly, dict[str, Any]]:
     data = read_checkpoint(path)
     if data["kind"] != "decoder_only":
         raise ValueError(f"path must hold a DecoderOnly character LM, got a {data['kind']!r} checkpoint")
-    return load(path), {**data["results"], "recipe": data["recipe"]}
+    return load_as(path, DecoderOnly), {**data["results"], "recipe": data["recipe"]}
 
 
 # ---------------------------------------------------------------- the time-budgeted benchmark (issue 35)

@@ -25,7 +25,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -141,7 +141,8 @@ def save(model: nn.Module, recipe: Recipe, path: Path | str, results: dict[str, 
     if config is None:
         if KINDS[kind][1] is None:
             raise ValueError(f"config must be given for a {kind!r} model (it has no dataclass config), got None")
-        config = dataclasses.asdict(model.config)
+        dataclass_config: Any = model.config
+        config = dataclasses.asdict(dataclass_config)
     elif not isinstance(config, dict):
         raise TypeError(f"config must be a dict or None, got {type(config).__name__}")
     path = _check_path(path)
@@ -216,6 +217,17 @@ def load(path: Path | str) -> nn.Module:
             f"{first[:160]}"
         ) from None
     return model.eval()
+
+
+ModelT = TypeVar("ModelT", bound=nn.Module)
+
+
+def load_as(path: Path | str, cls: type[ModelT]) -> ModelT:
+    """:func:`load`, checked to hold a ``cls`` (a typed model for the loaders of each family)."""
+    model = load(path)
+    if not isinstance(model, cls):
+        raise ValueError(f"path must hold a {cls.__name__}, got a {type(model).__name__} in {Path(path).name}")
+    return model
 
 
 # ---------------------------------------------------------------- shipped files

@@ -13,17 +13,18 @@ from torch import Tensor
 
 from ..charlm import CharVocab
 from ..ffn import swap_ffn_activation
-from ..modern import ModernLM, ModernLMConfig, bits_per_char, charlm_data, count_parameters, train_lm
+from ..modern import ModernLM, ModernLMConfig, bits_per_char, count_parameters
 from ..validate import check_choice, check_int
 from .core import load_asset, seeded
-from .modern import MODERN_BLOCK_RECIPE
+from .modern import MODERN_BLOCK_RECIPE, charlm_data, train_lm
 
 FFN_ACTIVATIONS_FILE = "ffn_activations.json"
 
 # Chapter 11's modern-block table's 2017 block (d_model 64, 2 layers, d_ff 256, 500 steps); the
 # gated FFNs get a hidden width of 2/3 d_ff so that every row has the same number of parameters.
 FFN_ACTIVATIONS_RECIPE: dict[str, Any] = {
-    **{k: v for k, v in MODERN_BLOCK_RECIPE.items() if k not in ("variants", "spread_seeds", "spread_variants")},
+    **{k: v for k, v in MODERN_BLOCK_RECIPE.items()
+       if k not in ("variants", "spread_seeds", "spread_variants", "seeds", "eval_window")},
     "activations": {"ReLU": "relu", "GELU": "gelu", "SwiGLU": "swiglu", "GeGLU": "geglu"},
     "seeds": [0, 1, 2],
 }

@@ -22,7 +22,7 @@ from ..evaluation import Predictor, evaluate_by_length
 from ..model import Transformer
 from ..training import TrainHistory, masked_cross_entropy
 from ..validate import check_positive_int
-from .core import Recipe, asset_path, load
+from .core import Recipe, asset_path, load_as
 from .reversal import DECODER_ONLY_RECIPE, FAST_RECIPE, run_reversal
 
 RESULTS_FILE = "length_generalisation.json"
@@ -173,7 +173,7 @@ def checkpoint_path(name: str):
 
 def load_scheme_model(name: str) -> Transformer:
     """The shipped checkpoint of scheme ``name`` (WINNER or LOSER), in eval mode. Chapter 9."""
-    return load(checkpoint_path(name))
+    return load_as(checkpoint_path(name), Transformer)
 
 
 def load_results() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from ..charlm import CharVocab, lm_batch, load_corpus, train_val_ids
 from ..mlm import EncoderOnlyLM, bert_mask, masked_loss
 from ..training import Callback, TrainHistory
 from ..validate import check_bool, check_int
-from .core import Recipe, Run, asset_path, check_recipe, load, read_checkpoint, run, save
+from .core import Recipe, Run, asset_path, check_recipe, load_as, read_checkpoint, run, save
 
 MLM_FILE = "mlm_shakespeare.pt"
 
@@ -98,4 +98,4 @@ def load_mlm(path: Path | str | None = None) -> tuple[EncoderOnlyLM, dict[str, A
     data = read_checkpoint(path)
     if data["kind"] != "mlm":
         raise ValueError(f"path must hold a masked-language model, got a {data['kind']!r} checkpoint")
-    return load(path), {**data["results"], "recipe": data["recipe"]}
+    return load_as(path, EncoderOnlyLM), {**data["results"], "recipe": data["recipe"]}

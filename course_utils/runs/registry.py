@@ -2,8 +2,11 @@
 
 ``REGISTRY`` maps an asset file name (in ``course_utils/assets/``) to a function returning the
 recipe the code would use today (a JSON-able dict). Each shipped file stores the recipe that made
-it under the key ``recipe``; :func:`check` compares the two. To register a new result, add one
-line: ``"my_result.json": lambda: MY_RECIPE,``.
+it under the key ``recipe``; :func:`check` compares the two. ``MADE_BY`` says what each file is
+and the command that makes it; ``course_utils/assets/README.md`` is generated from it
+(``python -m course_utils.runs readme``; a unit test checks it is up to date). To register a new
+result, add one line to each: ``"my_result.json": lambda: MY_RECIPE,`` and
+``"my_result.json": ("what it holds", "python benchmarks/my_result.py --write"),``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ from .length import (
     shipped_recipe,
 )
 from .mlm import MLM_FILE, MLM_RECIPE
-from .modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE
+from .modern import (
+    ATTENTION_AT_SCALE_FILE,
+    ATTENTION_AT_SCALE_RECIPE,
+    GQA_UPTRAINING_FILE,
+    GQA_UPTRAINING_RECIPE,
+    MODERN_BLOCK_FILE,
+    MODERN_BLOCK_RECIPE,
+)
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .rope_stretch import ROPE_STRETCH_FILE, rope_stretch_recipe
 from .scaling import SCALING_FILE, SCALING_RECIPE
@@ -55,12 +65,96 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     BENCHMARK_FILE: ch08_benchmark_recipe,
     EXTRA_ROWS_FILE: extra_rows_recipe,
     MODERN_BLOCK_FILE: lambda: MODERN_BLOCK_RECIPE,
+    ATTENTION_AT_SCALE_FILE: lambda: ATTENTION_AT_SCALE_RECIPE,
+    GQA_UPTRAINING_FILE: lambda: GQA_UPTRAINING_RECIPE,
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
     MLM_FILE: lambda: MLM_RECIPE,
     FFN_ACTIVATIONS_FILE: lambda: FFN_ACTIVATIONS_RECIPE,
     ROPE_STRETCH_FILE: rope_stretch_recipe,
 }
+
+
+# file -> (what it holds, the command that makes it); the README's table, in this order
+MADE_BY: dict[str, tuple[str, str]] = {
+    REVERSAL_CHECKPOINT: ("Chapter 6's encoder-decoder reversal model (fast recipe)",
+                          "python scripts/train_checkpoint.py --run reversal"),
+    DECODER_ONLY_CHECKPOINT: ("Chapter 8's decoder-only reversal model, with its training loss per step",
+                              "python scripts/train_checkpoint.py --run decoder-only"),
+    CHARLM_CHECKPOINT: ("Chapter 8's character language model, with its training log (loss per step, validation "
+                        "bits/char)", "python scripts/train_checkpoint.py --run charlm"),
+    BENCHMARK_FILE: ("Chapter 8's side-by-side table: both architectures trained in one run",
+                     "python benchmarks/reversal.py --arch both --eval-every 25 --threads 1 --write"),
+    checkpoint_file(WINNER): ("Chapter 9's winning recipe, trained on lengths 3-10, with its exact match and token "
+                              "accuracy at lengths 3-40", "python scripts/train_checkpoint.py --run length"),
+    checkpoint_file(LOSER): ("Chapter 9's paper's sinusoidal model (the experiment's steps), trained on lengths "
+                             "3-10, with its exact match and token accuracy at lengths 3-40",
+                             "python scripts/train_checkpoint.py --run length"),
+    RESULTS_FILE: ("Chapter 9's experiment: every positional scheme, exact match and token accuracy at lengths 3-40",
+                   "python benchmarks/length_generalisation.py --write"),
+    EXTRA_ROWS_FILE: ("Chapter 9's two extra rows: the randomized recipe scored with plain and with random "
+                      "positions at test time, and sinusoidal positions counted from the end (lengths 3-40)",
+                      "python benchmarks/length_extra_rows.py --write"),
+    ABLATIONS_FILE: ("Chapter 10's measurements: the GRU baselines and the Transformer with Chapter 6's fast "
+                     "recipe, time per training step with one thread and with one per core, and Table 3 in "
+                     "miniature (its `no_ffn` row was added by `python benchmarks/ablations.py --parts table3 "
+                     "--rows base,no_ffn --write`, whose base row reproduced the shipped one)",
+                     "python benchmarks/ablations.py --write"),
+    FFN_ACTIVATIONS_FILE: ("Chapter 5's FFN activations on the character LM: ReLU, GELU, SwiGLU and GeGLU at equal "
+                           "parameters, seeds 0-2, bits/char and CPU ms per step (`FFN_ACTIVATIONS_RECIPE`)",
+                           "python benchmarks/ffn_activations.py --write"),
+    ROPE_STRETCH_FILE: ("Chapter 9's RoPE stretching: the plain RoPE scheme with position interpolation and NTK-aware "
+                        "scaling (factor 4), with no retraining and after a 100-step fine-tune, and the shipped "
+                        "winner, "
+                        "exact-match counts at lengths 10, 20, 40 (`rope_stretch_recipe()`)",
+                        "python benchmarks/rope_stretch.py --write"),
+    MODERN_BLOCK_FILE: ("Chapter 11's modern-block table: the 2017 block, each modern change alone and all "
+                        "together on the character LM, validation bits/char and CPU ms per step",
+                        "python benchmarks/modern_block.py --write"),
+    SCALING_FILE: ("Chapter 12's scaling laws in miniature: the character LM at six sizes and five training "
+                   "lengths, validation bits/char, the power-law fits and the recipe",
+                   "python benchmarks/scaling.py --threads 1 --write"),
+    VIT_FILE: ("Chapter 12's Vision Transformer on scikit-learn's 8x8 digits, with its scores and those of the "
+               "MLP of the same size trained with the same recipe (`results[\"baseline\"]`)",
+               "python benchmarks/vit_digits.py --threads 1 --write"),
+    MLM_FILE: ("Chapter 12's masked-language model, with its loss per step and its CPU seconds",
+               "python scripts/train_checkpoint.py --run mlm --threads 1"),
+}
+
+README_HEAD = """# Assets shipped with course_utils
+
+<!-- Generated from course_utils/runs/registry.py by `python -m course_utils.runs readme`; do not edit. -->
+
+Every `.pt` and `.json` here stores the full recipe that made it under the key `recipe`;
+`python -m course_utils.runs check` compares it with the code (`course_utils/runs/registry.py`).
+Checkpoints have one format: `{"kind", "config", "recipe", "results", "state_dict"}`.
+Benchmarks print their results and write a shipped file only with `--write`.
+
+| file | what | made by |
+|---|---|---|
+"""
+
+README_CORPUS = """| `tinyshakespeare.txt.gz` | the tiny Shakespeare corpus, gzip-compressed | see below |
+
+## tinyshakespeare.txt.gz
+
+The "tiny Shakespeare" character-level corpus: 1,115,394 bytes (65 distinct characters) of
+dialogue from Shakespeare's plays, which are in the public domain. Taken from Andrej
+Karpathy's char-rnn repository, file `data/tinyshakespeare/input.txt`, the text that char-rnn
+and nanoGPT use for character language models. Compressed here with `gzip -9 -n`; the
+*uncompressed* text has SHA-256
+`86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed`, which
+`course_utils.charlm.load_corpus()` checks on every load. Nothing is downloaded at run time.
+"""
+
+
+def assets_readme() -> str:
+    """The text of ``course_utils/assets/README.md``: one table row per registered file, from :data:`MADE_BY`."""
+    missing = sorted(set(REGISTRY) ^ set(MADE_BY))
+    if missing:
+        raise ValueError(f"REGISTRY and MADE_BY must list the same files, got {missing} in only one of them")
+    rows = [f"| `{name}` | {what} | `{command}` |" for name, (what, command) in MADE_BY.items()]
+    return README_HEAD + "\n".join(rows) + "\n" + README_CORPUS
 
 
 def _plain(value: Any) -> Any:

@@ -25,7 +25,7 @@ from ..vit import (
     scores,
     steps_per_epoch,
 )
-from .core import Recipe, asset_path, check_recipe, load, read_checkpoint, run, save
+from .core import Recipe, asset_path, check_recipe, load_as, read_checkpoint, run, save
 
 VIT_FILE = "vit_digits.pt"
 N_TRAIN = 1347  # training images of the fixed split (1,797 digits minus the 450 test images)
@@ -106,4 +106,4 @@ def load_vit(path: Path | str | None = None) -> tuple[VisionTransformer, dict[st
     data = read_checkpoint(path)
     if data["kind"] != "vit":
         raise ValueError(f"path must hold a Vision Transformer, got a {data['kind']!r} checkpoint")
-    return load(path), {"recipe": data["recipe"], "result": data["results"]}
+    return load_as(path, VisionTransformer), {"recipe": data["recipe"], "result": data["results"]}
