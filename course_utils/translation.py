@@ -136,7 +136,7 @@ def translate(
 
     Outputs are at most input length + ``extra`` tokens (the paper's limit: + 50).
     Beam search scores a finished hypothesis by its log-probability divided by the length
-    penalty ((5 + |Y|) / 6) ** alpha of Wu et al. (2016), the one the paper uses with alpha 0.6.
+    penalty ``((5 + |Y|) / 6) ** alpha`` of Wu et al. (2016), the one the paper uses with alpha 0.6.
     """
     check_module("model", model)
     _check_tokenizer(tokenizer)
