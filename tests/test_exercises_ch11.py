@@ -305,7 +305,10 @@ def mqa_variant(kind):
 
 @pytest.mark.parametrize("kind,words", [
     ("no control", ["the control"]), ("absolute", ["bits per character, not what it loses"]),
-    ("swapped", ["swapped"]), ("seed 0", ["seed argument"]),
+    ("swapped", ["swapped"]),
+    # not a row: ignoring the seed argument (uptraining with seed 0 instead of the checker's seed 3)
+    # moves the MQA-minus-control loss by less than 0.01 bits/char on the tiny and on the shipped
+    # model (measured 25 November), inside the accepted range, so no check can tell it from a right run
 ])
 def test_mqa_mistakes(tiny, kind, words):
     # the untrained tiny model loses as much before the uptraining as after it (0.097 and 0.094 bits/char):
