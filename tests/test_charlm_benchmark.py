@@ -92,3 +92,17 @@ def test_benchmark_script_reads_settings():
         bench.with_setting(BENCHMARK_RECIPE, "train.lrr=1")
     with pytest.raises(ValueError, match="must look like"):
         bench.with_setting(BENCHMARK_RECIPE, "train.lr")
+
+
+def test_shipped_character_lm_scores_at_most_1_55_nats_on_the_whole_validation_split():
+    """Issue 35's bar for the shipped model, recomputed from its weights: every validation character
+    predicted once, consecutive windows of its context; the recorded score is the recomputed one."""
+    from course_utils.runs.charlm import charlm_split, load_charlm
+
+    torch.set_num_threads(1)
+    model, log = load_charlm()
+    _, _, val_ids = charlm_split()
+    nats = validation_nats(model, val_ids, log["recipe"]["block_size"])
+    assert nats <= 1.55, nats
+    assert abs(nats - log["val_nats_full"]) < 1e-3, (nats, log["val_nats_full"])
+    assert log["recipe"]["train"]["steps"] == len(log["train_loss_nats"])

@@ -145,7 +145,9 @@ def test_mha_charlm_runs_its_layernorms_fused_with_the_same_numbers():
     fused, plain = load_mha_charlm(), load_charlm()[0].eval()
     norms = [m for m in fused.modules() if isinstance(m, LayerNorm)]
     assert norms and all(m.fused for m in norms) and fused.config.fused_layer_norm
-    assert not any(m.fused for m in plain.modules() if isinstance(m, LayerNorm))
+    for m in plain.modules():  # the from-scratch formula, whatever the checkpoint's setting
+        if isinstance(m, LayerNorm):
+            m.fused = False
     tokens = torch.randint(0, fused.config.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         torch.testing.assert_close(fused(tokens), plain(tokens), atol=1e-5, rtol=1e-5)

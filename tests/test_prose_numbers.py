@@ -54,7 +54,7 @@ OUTPUT_NUMBER = re.compile(r"[-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-−]?\d+(?:\.
 # A sentence that quotes published work: its numbers are the authors'.
 CITATION = re.compile(
     r"\{cite[:\w]*\}|\bet al\.|\b[A-Z][\w-]+(?: and [A-Z][\w-]+)? \(\d{4}[a-z]?\)|\([A-Z][^()]*,? \d{4}[a-z]?\)"
-    r"|\bthe paper\b|\bthe paper's\b|arxiv\.org|doi\.org"
+    r"|\b[Tt]he paper\b|\b[Tt]he paper's\b|arxiv\.org|doi\.org"
 )
 
 # Numbers in prose that come from neither an output nor a shipped result, each with the reason.
