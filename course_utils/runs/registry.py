@@ -43,6 +43,8 @@ from .modern import (
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .rope_stretch import ROPE_STRETCH_FILE, rope_stretch_recipe
 from .scaling import SCALING_FILE, SCALING_RECIPE
+from .translation import TRANSLATION_CHECKPOINT, TRANSLATION_RECIPE, TRANSLATION_RESULTS
+from .translation import benchmark_recipe as translation_benchmark_recipe
 from .vit import VIT_FILE, VIT_RECIPE
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
@@ -70,6 +72,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
     MLM_FILE: lambda: MLM_RECIPE,
+    TRANSLATION_CHECKPOINT: lambda: TRANSLATION_RECIPE,
+    TRANSLATION_RESULTS: translation_benchmark_recipe,
     FFN_ACTIVATIONS_FILE: lambda: FFN_ACTIVATIONS_RECIPE,
     ROPE_STRETCH_FILE: rope_stretch_recipe,
 }
