@@ -183,6 +183,7 @@ class FirstLayerGradNorm(Callback):
 
 def measuring_callbacks(grad_steps: int = 10) -> tuple[TrainBatchAccuracy, FirstLayerGradNorm]:
     """The two measurements of a Table 3 row: steps to 99 % and the first layer's gradient norm. Chapter 10."""
+    check_positive_int("grad_steps", grad_steps)
     return TrainBatchAccuracy(0.99, 10), FirstLayerGradNorm(grad_steps)
 
 

@@ -205,7 +205,7 @@ class MultiHeadAttention(nn.Module):
 def nadaraya_watson(queries: Tensor, keys: Tensor, values: Tensor, sigma: float) -> tuple[Tensor, Tensor]:
     """Gaussian-kernel regression: (output (..., T_q, d_v), weights (..., T_q, T_k)). Chapter 1.
 
-    Each query's output is the average of the values weighted by exp(-|q - k_j|^2 / (2 sigma^2)),
+    Each query's output is the average of the values weighted by ``exp(-||q - k_j||^2 / (2 sigma^2))``,
     normalised to sum to 1 (Nadaraya 1964; Watson 1964). Written with explicit squared distances,
     the way the estimator is usually stated; Chapter 1 shows it is softmax attention on q . k.
     """

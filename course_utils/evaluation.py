@@ -89,7 +89,7 @@ def evaluate_by_length(
     same strings and training data (drawn from another generator) does not leak in.
     """
     n_per_length = check_positive_int("n_per_length", n_per_length)
-    seed = check_int("seed", seed)
+    seed = check_int("seed", seed, low=0)
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
         raise TypeError(f"lengths must be an iterable of ints (e.g. range(3, 16)), got {type(lengths).__name__}")
     predict = as_predictor(model)

@@ -37,6 +37,9 @@ def _check_qkv(q: object, k: object, v: object, causal: object) -> tuple[Tensor,
     k = check_float_tensor("k", k, range(2, 6), "(..., T_k, d_k)")
     v = check_float_tensor("v", v, range(2, 6), "(..., T_k, d_v)")
     check_bool("causal", causal)
+    for name, x in (("k", k), ("v", v)):
+        if x.dtype != q.dtype:
+            raise TypeError(f"{name} must have q's dtype {q.dtype}, got {x.dtype}")
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.shape[-1] == 0 or x.shape[-2] == 0:
             raise ValueError(f"{name} must have at least one position and one feature, got shape {tuple(x.shape)}")

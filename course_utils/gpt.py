@@ -288,7 +288,8 @@ def generate(
     if return_cache and not use_cache:
         raise ValueError("return_cache=True needs use_cache=True")
     offset = 0 if cache is None else cache.length
-    if offset + prompt.shape[1] + max_new_tokens > model.config.max_len:
+    # the model reads every token but the last generated one: that one needs no position
+    if offset + prompt.shape[1] + max_new_tokens - 1 > model.config.max_len:
         raise ValueError(
             f"prompt length {prompt.shape[1]}" + (f" after {offset} cached tokens" if offset else "")
             + f" + max_new_tokens {max_new_tokens} exceeds the context window max_len={model.config.max_len}"

@@ -18,6 +18,7 @@ API:
   a final LayerNorm and an output projection: the smallest model where induction heads form.
 - ``varied_repeats(batch_size, length, vocab_size, generator)``: training data where the distance
   between the two copies varies, so that only induction, not a fixed look-back, solves it.
+
 The recipe of the chapter's run (``INDUCTION_RECIPE``), its runner ``train_attention_only`` and the
 cached ``reference_attention_only(n_layers)`` live in :mod:`course_utils.runs.induction`, on
 Chapter 6's training loop.

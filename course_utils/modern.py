@@ -269,7 +269,7 @@ def convert_to_gqa(model: DecoderOnly, n_kv_heads: int,
     pool = mean_pool_kv if pool is None else check_callable("pool", pool)
     new = copy.deepcopy(model)
     for block in new.layers:
-        block.self_attn = pool(block.self_attn, n_kv)
+        block.self_attn = pool(block.self_attn, n_kv)  # type: ignore[arg-type]  # a MultiHeadAttention
     return new
 
 

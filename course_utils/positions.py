@@ -29,7 +29,15 @@ from .positional import (
     rope_tables,
 )
 from .positional import random_positions as random_positions_draw
-from .validate import check_bool_mask, check_broadcast, check_float_tensor, check_rank
+from .validate import (
+    check_bool_mask,
+    check_broadcast,
+    check_float_tensor,
+    check_int,
+    check_number,
+    check_positive_int,
+    check_rank,
+)
 
 
 class PositionalConfig(Protocol):
@@ -198,6 +206,10 @@ def training_position_map(
     ``random_fraction`` < 1 only that share of the rows is, the others keep 0, 1, 2, ... (the
     positions they will have at evaluation). Both model families draw their training positions here.
     """
+    check_positive_int("batch_size", batch_size)
+    check_int("n", n, low=0)
+    check_positive_int("random_positions", random_positions)
+    check_number("random_fraction", random_fraction, 0.0, 1.0)
     if n > random_positions:
         raise ValueError(f"sequences of {n} positions do not fit random_positions={random_positions}; "
                          "build the model with a larger random_positions")

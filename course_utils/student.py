@@ -209,7 +209,19 @@ def checker_of(source: str, chapter_module: str) -> object:
     calls = re.findall(r"^(check_\w+)\(", source, flags=re.MULTILINE)
     if not calls:
         raise ValueError("the solution cell calls no check_... function")
-    return getattr(importlib.import_module(chapter_module), calls[-1])
+    module = importlib.import_module(chapter_module)
+    if hasattr(module, calls[-1]):
+        return getattr(module, calls[-1])
+    # a chapter's checkers may sit in several modules (ch09_length, ch09_stretch): look in its siblings
+    package, _, name = chapter_module.rpartition(".")
+    prefix = re.match(r"ch\d+_", name)
+    folder = Path(module.__file__).parent if prefix else None
+    siblings = sorted(f"{package}.{m.stem}" for m in folder.glob(f"{prefix[0]}*.py")) if folder else []
+    found = [m for m in siblings if hasattr(importlib.import_module(m), calls[-1])]
+    if not found:
+        raise ValueError(f"{calls[-1]} is in none of the chapter's checker modules "
+                         f"({', '.join(siblings) or chapter_module})")
+    return getattr(importlib.import_module(found[0]), calls[-1])
 
 
 def main(argv: list[str] | None = None) -> None:

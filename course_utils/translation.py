@@ -13,7 +13,7 @@ import copy
 import math
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from num2words import num2words
@@ -136,7 +136,7 @@ def translate(
 
     Outputs are at most input length + ``extra`` tokens (the paper's limit: + 50).
     Beam search scores a finished hypothesis by its log-probability divided by the length
-    penalty ((5 + |Y|) / 6) ** alpha of Wu et al. (2016), the one the paper uses with alpha 0.6.
+    penalty ``((5 + |Y|) / 6) ** alpha`` of Wu et al. (2016), the one the paper uses with alpha 0.6.
     """
     check_module("model", model)
     _check_tokenizer(tokenizer)
@@ -202,7 +202,7 @@ def scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, An
 
 
 def paired_bootstrap(systems: dict[str, Sequence[str]], references: Sequence[str], n_samples: int = 1000,
-                     seed: int = 12345) -> dict[str, dict[str, dict[str, float]]]:
+                     seed: int = 12345) -> dict[str, dict[str, dict[str, float | None]]]:
     """sacrebleu's paired bootstrap of BLEU and chrF: {system: {"bleu"|"chrf": {score, mean, ci, p}}}. Chapter 13.
 
     The first system is the baseline; ``p`` is the probability (from ``n_samples`` resamples of the
@@ -223,9 +223,10 @@ def paired_bootstrap(systems: dict[str, Sequence[str]], references: Sequence[str
     test = PairedTest([(k, list(v)) for k, v in systems.items()], {"bleu": bleu_metric(), "chrf": chrf_metric()},
                       [refs], test_type="bs", n_samples=n_samples)
     _, results = test()
-    out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in systems}
+    out: dict[str, dict[str, dict[str, float | None]]] = {name: {} for name in systems}
     for metric, key in (("bleu", "BLEU"), ("chrf", "chrF2")):
         for name, r in zip(systems, results[key], strict=True):  # results list the systems in order
+            r = cast(Any, r)  # sacrebleu's Result (its stubs also admit a str)
             out[name][metric] = {"score": float(r.score), "mean": float(r.mean), "ci": float(r.ci),
                                  "p": None if r.p_value is None else float(r.p_value)}
     return out

@@ -574,7 +574,7 @@ bad(M_, lambda: decoding.greedy_decode(MODEL, torch.zeros(2, 3, dtype=torch.long
 bad(M_, lambda: decoding.sample_decode(MODEL, torch.tensor([[3, 4], [0, 0]]), 5), ValueError, "only PAD in row 1")
 bad(M_, lambda: decoding.beam_search(MODEL, torch.zeros(1, 3, dtype=torch.long), 5), ValueError, "nothing to decode from")
 bad(M_, lambda: decoding.greedy_decode(MODEL, torch.full((1, 3), 99), 5), ValueError, "src must hold token ids in [0, 29)")
-bad(M_, lambda: gpt.generate(GPT, torch.full((1, 3), 99), 3), ValueError, "outside [0, 30)")
+bad(M_, lambda: gpt.generate(GPT, torch.full((1, 3), 99), 3), ValueError, "prompt must hold token ids in [0, 30)")
 bad(M_, lambda: gpt.generate(GPT, torch.zeros(1, 2, dtype=torch.long), 40), ValueError, "exceeds the context window")
 bad(M_, lambda: training.masked_cross_entropy(torch.randn(1, 3, 29), SRC[:1], label_smoothing=-0.1), ValueError,
     "label_smoothing must be a number in [0, 1)")
@@ -979,8 +979,8 @@ bad(M_, lambda: modern.ModernLMConfig(30, norm="batchnorm"), ValueError, "norm m
 bad(M_, lambda: modern.ModernLMConfig(30, n_heads=4, n_kv_heads=3), ValueError, "n_kv_heads must divide")
 bad(M_, lambda: modern.ModernLM({"vocab_size": 30}), TypeError, "config must be a ModernLMConfig")
 bad(M_, lambda: modern.convert_to_gqa(MODEL, 1), TypeError, "model must be a DecoderOnly")
-bad(M_, lambda: modern.convert_to_gqa(SMALL_GPT, 3), ValueError, "n_kv_heads must divide")
-bad(M_, lambda: modern.mean_pool_kv(MHA, 3), ValueError, "n_kv_heads must divide")
+bad(M_, lambda: modern.convert_to_gqa(SMALL_GPT, 3), ValueError, "n_kv_heads must be an int in [1, 2], got 3")
+bad(M_, lambda: modern.mean_pool_kv(MHA, 3), ValueError, "n_kv_heads must be an int in [1, 2], got 3")
 bad(M_, lambda: runs_modern.train_lm(SMALL_GPT, IDS, 0, 1e-3, 2, 8), ValueError, "steps must be a positive int")
 bad(M_, lambda: modern.bits_per_char(SMALL_GPT, IDS + 40, 8, 4), ValueError, "val_ids must hold token ids in [0, 30)")
 bad(M_, lambda: mlm.bert_mask(SRC, 29, 29, rate=1.5), ValueError, "rate must be a number in [0, 1]")
@@ -1062,7 +1062,7 @@ bad(M_, lambda: runs_modern.run_variant("transformer-xl"), ValueError, "name mus
 bad(I_, lambda: runs_modern.shortened_recipe(0), ValueError, "steps must be a positive int")
 # Chapter 11: tiling, linear attention, timing, checkpointing switches, uptraining
 bad(M_, lambda: flash.plain_attention(QH, QH, QH, causal="no"), TypeError, "causal must be True or False")
-bad(Z_, lambda: flash.plain_attention(QH[..., :0, :], QH, QH), ValueError, "q must have at least one position")
+bad(Z_, lambda: flash.plain_attention(QH[..., :0, :], QH, QH), ValueError, "q must not be empty")
 bad(M_, lambda: flash.linear_attention(QH, QH, QH, causal="True"), TypeError, "causal must be True or False")
 bad(I_, lambda: flash.linear_attention(QH, QH, QH, True, chunk=0), ValueError, "chunk must be a positive int")
 bad(Z_, lambda: flash.linear_attention(QH, QH[:, :, :5], QH), ValueError, "q, k, v must be")

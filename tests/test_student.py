@@ -65,7 +65,7 @@ def student_nb(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, int]:
 def test_student_copy_of_chapter_1(student_nb: tuple[dict, int]) -> None:
     nb, n = student_nb
     original = json.loads(CHAPTER.read_text(encoding="utf-8"))
-    assert n == 7  # softmax, attention, prediction, top_weight, MyMHA.__init__, MyMHA.forward, lookup_queries
+    assert n == 8  # softmax, attention, prediction, top_weight, MyMHA.__init__, MyMHA.forward, lookup_queries, kernel
     assert len(nb["cells"]) == len(original["cells"])
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
@@ -77,7 +77,7 @@ def test_student_copy_of_chapter_1(student_nb: tuple[dict, int]) -> None:
     assert all("solution" not in c["metadata"].get("tags", []) for c in stubs)
     assert all("hide-input" not in c["metadata"].get("tags", []) for c in stubs)
     originals = [c for c in original["cells"] if c["cell_type"] == "code" and BEGIN in "".join(c["source"])]
-    assert len(stubs) == len(originals) == 5
+    assert len(stubs) == len(originals) == 6
 
 
 def test_stubbed_exercises_report_not_implemented(
@@ -93,7 +93,7 @@ def test_stubbed_exercises_report_not_implemented(
     for source in stubs:
         exec(source, namespace)
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == len(stubs) == 5
+    assert len(lines) == len(stubs) == 6
     for n, line in enumerate(lines, 1):
         assert f"Exercise 1.{n} " in line and "not implemented yet" in line, line
 
@@ -101,7 +101,7 @@ def test_stubbed_exercises_report_not_implemented(
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main([str(CHAPTER), "--out", str(tmp_path)])
     assert (tmp_path / CHAPTER.name).exists()
-    assert "7 solution block(s) turned into stubs" in capsys.readouterr().out
+    assert "8 solution block(s) turned into stubs" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.ipynb"), "--out", str(tmp_path)])
 
@@ -144,7 +144,7 @@ def test_reset_asks_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert mine.read_text(encoding="utf-8") == "my work"
     assert reset_chapter("1", tmp_path, ask=lambda q: "yes")
     assert "raise NotImplementedError" in mine.read_text(encoding="utf-8")
-    assert "fresh copy, 7 solution block(s)" in capsys.readouterr().out
+    assert "fresh copy, 8 solution block(s)" in capsys.readouterr().out
 
 
 def test_command_line_keeps_existing_copies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -176,7 +176,7 @@ def test_show_solution_prints_the_code(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert out.startswith("# Reference solution of exercise 1.2 (from chapters/01_attention.ipynb)")
     assert "def my_attention(" in out and "check_scaled_attention(my_attention)" in out
-    for bad, message in (("1", "must look like '1.2'"), ("1.9", "has exercises 1.1 to 1.5, got '1.9'")):
+    for bad, message in (("1", "must look like '1.2'"), ("1.9", "has exercises 1.1 to 1.6, got '1.9'")):
         with pytest.raises(ValueError, match=message):
             solution_source(bad)
 

@@ -56,7 +56,7 @@ def _wrong_updates(m: Tensor, l: Tensor, acc: Tensor, s: Tensor, v: Tensor) -> d
 
 
 @checker("11.1", "the online-softmax update")
-def check_online_softmax(fn: Callable[..., Any]) -> None:
+def check_online_softmax(fn: Callable[..., Any]) -> str:
     """Check ``fn(m, l, acc, scores, v) -> (m, l, acc)`` on single tiles and inside tiled attention."""
     if _calls_the_book(fn, "online_softmax_update"):
         raise CheckFailed("your update calls course_utils' online_softmax_update: write the step yourself.")
@@ -123,7 +123,7 @@ def reference_pool_heads(w: Tensor, n_heads: int, n_kv_heads: int) -> Tensor:
 
 
 @checker("11.3", "mean-pooling key/value heads")
-def check_pool_heads(fn: Callable[[Tensor, int, int], Tensor]) -> None:
+def check_pool_heads(fn: Callable[[Tensor, int, int], Tensor]) -> str:
     """Check ``fn(w, n_heads, n_kv_heads)``: w (h * d_k, d_model) or a bias (h * d_k,) -> (n_kv * d_k, ...)."""
     g = torch.Generator().manual_seed(3)
     for h, n_kv, d_k, d_model in ((4, 2, 3, 5), (8, 2, 2, 4), (6, 3, 4, 6), (4, 1, 2, 3), (4, 4, 2, 3)):

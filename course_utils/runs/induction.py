@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..induction import AttentionOnly, varied_repeats
-from ..validate import check_int, check_positive_int
+from ..validate import check_positive_int, check_seed
 from .core import Recipe, run
 
 # The chapter's run. Two heads and a learning rate of 1e-2 make the two-layer model's induction head
@@ -59,7 +59,7 @@ def induction_recipe(n_layers: int = 2, seed: int = 0, **overrides: Any) -> Reci
     recipe: Recipe = {**INDUCTION_RECIPE, "model": dict(INDUCTION_RECIPE["model"]),
                       "train": dict(INDUCTION_RECIPE["train"])}
     recipe["model"]["n_layers"] = check_positive_int("n_layers", n_layers)
-    recipe["seed"] = check_int("seed", seed)
+    recipe["seed"] = check_seed("seed", seed)
     for key, value in overrides.items():
         if key in recipe["model"]:
             recipe["model"][key] = value

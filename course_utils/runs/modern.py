@@ -132,7 +132,7 @@ def run_variant(name: str, recipe: dict[str, Any] | None = None,
     result = run(recipe, lambda r: ModernLM(config), lambda r, generator: lambda step: lm_batch(train_ids, B, T,
                  generator), progress=False, loss_fn=_lm_loss)
     cpu = time.process_time() - start
-    model = result.model
+    model: ModernLM = result.model  # type: ignore[assignment]  # runs.run returns the built model
     row = {"variant": name, "seed": recipe["seed"],
            "bits_per_char": round(bits_per_char(model, val_ids, T, recipe["eval_windows"]), 4),
            "parameters": count_parameters(model),
@@ -192,11 +192,13 @@ def run_uptraining(n_kv_heads: int, seed: int = 0, charlm: DecoderOnly | None = 
 
     With n_kv_heads = n_heads nothing is pooled (the control). Returns {"base", "before", "after"}.
     """
+    check_positive_int("n_kv_heads", n_kv_heads)  # before anything is loaded or trained
+    check_int("seed", seed, low=0)
     charlm = load_mha_charlm() if charlm is None else charlm
     if not isinstance(charlm, DecoderOnly):
         raise TypeError(f"charlm must be a DecoderOnly character LM, got {type(charlm).__name__}")
-    _, train_ids, val_ids = data or charlm_data()
     n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=charlm.config.n_heads)
+    _, train_ids, val_ids = data or charlm_data()
     model = copy.deepcopy(charlm) if n_kv == charlm.config.n_heads else convert_to_gqa(charlm, n_kv)
     base, before = score(charlm, val_ids), score(model, val_ids)
     uptrain(model, train_ids, seed)

@@ -112,6 +112,13 @@ MADE_BY: dict[str, tuple[str, str]] = {
                         "winner, "
                         "exact-match counts at lengths 10, 20, 40 (`rope_stretch_recipe()`)",
                         "python benchmarks/rope_stretch.py --write"),
+    ATTENTION_AT_SCALE_FILE: ("Chapter 11's attention at scale: plain, tiled, SDPA and linear attention timed outside "
+                              "any profiler (CPU seconds, one thread, interleaved rounds) and their peak memory as T "
+                              "grows, causal and not, with the tiles computed; the gradient-checkpointing step",
+                              "python benchmarks/attention_at_scale.py --only flash --write"),
+    GQA_UPTRAINING_FILE: ("Chapter 11's uptraining of Chapter 8's character LM mean-pooled to GQA and MQA, against "
+                          "the unchanged control, six seeds, validation bits/char",
+                          "python benchmarks/attention_at_scale.py --only gqa --write"),
     MODERN_BLOCK_FILE: ("Chapter 11's modern-block table: the 2017 block, each modern change alone and all "
                         "together on the character LM, validation bits/char and CPU ms per step",
                         "python benchmarks/modern_block.py --write"),
