@@ -13,43 +13,57 @@ import torch
 from torch import Tensor
 
 from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
-from ..translation import number_name, translate
+from ..translation import beyond_numbers, number_name, translate
 from .core import CheckFailed, as_number, call_student, checker, describe
-from .experiment import compare_prediction, require_prediction
+from .experiment import compare_prediction, read_prediction
 
 Pair = tuple[str, str]
 
 
 # ---------------------------------------------------------------- 13.1 learning BPE merges
+def _join_by_replace(symbols: tuple[str, ...], pair: Pair) -> tuple[str, ...]:
+    """A plain ``str.replace`` on the space-separated symbols: also joins inside longer symbols (a mistake)."""
+    return tuple(" ".join(symbols).replace(pair[0] + " " + pair[1], pair[0] + pair[1]).split(" "))
+
+
 def _merges_variant(counts: dict[str, int], n_merges: int, weighted: bool = True, tie: str = "rank",
-                    once_per_word: bool = False, min_count: int = 2) -> list[Pair]:
+                    once_per_word: bool = False, min_count: int = 2, recount: bool = True,
+                    replace: bool = False) -> list[Pair]:
     """A slow reference with switches that reproduce typical mistakes (recounts every step)."""
     words = {tuple(w): c for w, c in counts.items()}
     rank = {s: i for i, s in enumerate(SPECIAL_TOKENS)}
     for ch in sorted({ch for w in counts for ch in w}):
         rank[ch] = len(rank)
-    first_seen: dict[Pair, int] = {}
     merges: list[Pair] = []
+    static: Counter[Pair] | None = None
     while len(merges) < n_merges:
-        pairs: Counter[Pair] = Counter()
+        pairs: Counter[Pair] = Counter()  # insertion order: the order a learner's loop meets the pairs
         for symbols, c in words.items():
             seq = list(zip(symbols, symbols[1:], strict=False))
             for p in (dict.fromkeys(seq) if once_per_word else seq):
                 pairs[p] += c if weighted else 1
-                first_seen.setdefault(p, len(first_seen))
+        if not recount:  # counted once, before the first merge
+            static = pairs if static is None else static
+            pairs = Counter({p: n for p, n in static.items() if p not in merges})
         if not pairs:
             break
         if tie == "rank":
-            pair, count = max(pairs.items(), key=lambda kv: (kv[1], -rank[kv[0][0]], -rank[kv[0][1]]))
+            pair, count = max(pairs.items(), key=lambda kv: (kv[1], -rank.get(kv[0][0], len(rank)),
+                                                             -rank.get(kv[0][1], len(rank))))
+        elif tie == "latest":
+            pair, count = max(pairs.items(), key=lambda kv: (kv[1], rank.get(kv[0][0], -1),
+                                                             rank.get(kv[0][1], -1)))
         elif tie == "alphabetical":
-            pair, count = max(pairs.items(), key=lambda kv: (kv[1], [-ord(ch) for ch in kv[0][0] + "\0" + kv[0][1]]))
-        else:  # first seen
-            pair, count = max(pairs.items(), key=lambda kv: (kv[1], -first_seen[kv[0]]))
+            pair = min(pairs, key=lambda p: (-pairs[p], p))
+            count = pairs[pair]
+        else:  # the first pair met: max() keeps the first of equal keys
+            pair = max(pairs, key=lambda p: pairs[p])
+            count = pairs[pair]
         if count < min_count:
             break
         merges.append(pair)
         rank.setdefault(pair[0] + pair[1], len(rank))
-        words = {merge_word(s, pair): c for s, c in words.items()}
+        words = {(_join_by_replace(s, pair) if replace else merge_word(s, pair)): c for s, c in words.items()}
     return merges
 
 
@@ -88,38 +102,65 @@ def _as_pairs(got: Any) -> list[Pair]:
     return out
 
 
-MERGE_HINTS = {
-    "unweighted": "You count each distinct word once: a word that occurs c times contributes c to each of its pairs.",
-    "once_per_word": "You count a pair once per word even where it occurs twice ('aaaa' holds ('a', 'a') three "
-                     "times): count every adjacent position.",
-    "alphabetical": "Ties go to the pair whose symbols came first in the vocabulary (characters by code point, "
-                    "then merged symbols in the order they were made), not to the alphabetically first pair.",
-    "first_seen": "Ties go to the pair whose symbols came first in the vocabulary (characters by code point, "
-                  "then merged symbols in the order they were made), not to the first pair you met.",
-    "no_stop": "Stop when the most frequent pair occurs fewer than 2 times: a merge seen once compresses nothing.",
+_TIE_RULE = ("Ties go to the pair whose left symbol came first in the vocabulary (special tokens, characters by "
+             "code point, then merged symbols in the order they were made), then its right symbol")
+MERGE_MISTAKES: dict[str, tuple[dict[str, Any], str]] = {
+    "unweighted": ({"weighted": False}, "You count each distinct word once: a word that occurs c times "
+                   "contributes c to each of its pairs."),
+    "once_per_word": ({"once_per_word": True}, "You count a pair once per word even where it occurs twice "
+                      "('aaaa' holds ('a', 'a') three times): count every adjacent position."),
+    "count_once": ({"recount": False}, "You count the pairs once, before the first merge: recount them after "
+                   "every merge, because a merge creates new pairs (('e', 's') then ('es', 't'))."),
+    "replace": ({"replace": True}, "You join a pair with a plain str.replace on the space-separated symbols, "
+                "which also matches inside longer symbols ('a b' inside 'aa b'): join whole symbols only."),
+    "alphabetical": ({"tie": "alphabetical"}, _TIE_RULE + ", not the alphabetically first pair."),
+    "first_seen": ({"tie": "first"}, _TIE_RULE + ", not the first pair your loop met (max() and "
+                   "most_common() keep the first of equal counts)."),
+    "latest": ({"tie": "latest"}, _TIE_RULE + ": you take the one that came last (check the sign in your key)."),
+    "no_stop": ({"min_count": 1}, "Stop when the most frequent pair occurs fewer than 2 times: a merge seen "
+                "once compresses nothing."),
+    "stop_at_two": ({"min_count": 3}, "You stop when the best pair occurs 2 times; stop only below 2 (a pair "
+                    "seen twice is still merged)."),
 }
+
+
+def _named_mistake(got: list[Any], cases: list[Any], variants: dict[str, tuple[Callable[..., Any], str]]) -> str | None:
+    """The hint of the first variant that reproduces the learner's output on every case, if any."""
+    for fn, hint in variants.values():
+        if all(g == fn(*case) for g, case in zip(got, cases, strict=True)):
+            return hint
+    return None
 
 
 @checker("13.1", "learning BPE merges")
 def check_learn_merges(fn: Callable[[dict[str, int], int], list[Pair]]) -> str:
     """Check ``fn(counts, n_merges)`` against :func:`course_utils.bpe.merges_from_counts`."""
-    for counts, n in _merge_cases():
-        want = merges_from_counts(counts, n)
-        got = _as_pairs(call_student(fn, dict(counts), n, what="your learn_merges"))
-        if got == want:
-            continue
-        for key, kwargs in (("unweighted", {"weighted": False}), ("once_per_word", {"once_per_word": True}),
-                            ("alphabetical", {"tie": "alphabetical"}), ("first_seen", {"tie": "first"}),
-                            ("no_stop", {"min_count": 1})):
-            if got == _merges_variant(counts, n, **kwargs):
-                raise CheckFailed(MERGE_HINTS[key])
-        if len(got) != len(want):
-            raise CheckFailed(f"With n_merges={n} on {len(counts)} words you return {len(got)} merges, expected "
-                              f"{len(want)}. Learn exactly n_merges, or fewer only when no pair occurs twice.")
-        i = next(i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b)
-        raise CheckFailed(f"Merge {i + 1} is {got[i]}, expected {want[i]} (the most frequent adjacent pair after "
-                          f"the first {i} merges). Recount the pairs after every merge, over every word.")
-    return "Your merges equal the tokenizers-compatible reference on every test corpus."
+    cases = _merge_cases()
+    got_all = []
+    for counts, n in cases:
+        given = dict(counts)
+        got = _as_pairs(call_student(fn, given, n, what="your learn_merges"))
+        if given != counts:
+            raise CheckFailed("Your learn_merges changed the counts it was given in place (popped or rewrote "
+                              "words): copy them into your own dict of symbol tuples first.")
+        got_all.append(got)
+    wants = [merges_from_counts(counts, n) for counts, n in cases]
+    if got_all == wants:
+        return "Your merges equal the tokenizers-compatible reference on every test corpus."
+    variants = {key: ((lambda c, n, kw=kw: _merges_variant(c, n, **kw)), hint)
+                for key, (kw, hint) in MERGE_MISTAKES.items()}
+    hint = _named_mistake(got_all, cases, variants)
+    if hint:
+        raise CheckFailed(hint)
+    k = next(k for k in range(len(cases)) if got_all[k] != wants[k])
+    (counts, n), got, want = cases[k], got_all[k], wants[k]
+    if len(got) != len(want) and got[: len(want)] == want[: len(got)]:
+        raise CheckFailed(f"With n_merges={n} on {len(counts)} words you return {len(got)} merges, expected "
+                          f"{len(want)}. Learn exactly n_merges, or fewer only when no pair occurs twice.")
+    i = next(i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b)
+    raise CheckFailed(f"On {len(counts)} words, merge {i + 1} is {got[i]}, expected {want[i]}: after the first {i} "
+                      "merges that pair is the most frequent (weighted by word count), or wins the tie by the "
+                      "vocabulary order. Print your pair counts at that step.")
 
 
 # ---------------------------------------------------------------- 13.2 encoding with merges
@@ -143,8 +184,40 @@ def _encode_longest(word: str, merges: list[Pair]) -> list[str]:
     return out
 
 
+def _encode_replay(word: str, merges: list[Pair]) -> list[str]:
+    symbols: tuple[str, ...] = tuple(word)
+    for pair in merges:
+        symbols = merge_word(symbols, pair)
+    return list(symbols)
+
+
 def _encode_reverse(word: str, merges: list[Pair]) -> list[str]:
     return encode_word(word, list(reversed(merges)))
+
+
+def _encode_reverse_replay(word: str, merges: list[Pair]) -> list[str]:
+    return _encode_replay(word, list(reversed(merges)))
+
+
+def _encode_leftmost_any(word: str, merges: list[Pair]) -> list[str]:
+    known = set(merges)
+    symbols = list(word)
+    while True:
+        i = next((i for i in range(len(symbols) - 1) if (symbols[i], symbols[i + 1]) in known), None)
+        if i is None:
+            return symbols
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
+
+
+def _encode_rightmost(word: str, merges: list[Pair]) -> list[str]:
+    rank = {p: r for r, p in reversed(list(enumerate(merges)))}
+    symbols = list(word)
+    while True:
+        found = [(rank[p], -i) for i, p in enumerate(zip(symbols, symbols[1:], strict=False)) if p in rank]
+        if not found:
+            return symbols
+        i = -min(found)[1]
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
 
 
 def _encode_cases() -> list[tuple[str, list[Pair]]]:
@@ -159,32 +232,52 @@ def _encode_cases() -> list[tuple[str, list[Pair]]]:
     return cases
 
 
+ENCODE_MISTAKES: dict[str, tuple[Callable[[str, list[Pair]], list[str]], str]] = {
+    "characters": (lambda w, m: list(w), "Your words come back as single characters: apply the merges."),
+    "one_pass": (_encode_one_pass, "You apply each merge only at its first occurrence; join every occurrence "
+                 "(left to right) of a pair before moving on."),
+    "reverse": (_encode_reverse, "You apply the merges in reverse order; the first merge learned goes first."),
+    "reverse_replay": (_encode_reverse_replay, "You replay the merges in reverse order; the first merge learned "
+                       "goes first."),
+    "leftmost_any": (_encode_leftmost_any, "You join the leftmost pair that is any merge; BPE joins the pair that "
+                     "was learned earliest first, wherever it is in the word."),
+    "rightmost": (_encode_rightmost, "You join the earliest-learned pair at its rightmost occurrence; start from "
+                  "the left ('aaa' with the merge ('a', 'a') is 'aa' + 'a')."),
+    "longest": (_encode_longest, "You take the longest known token from the left (WordPiece-style); BPE replays "
+                "the merges in the order they were learned, which can split differently."),
+}
+
+
 @checker("13.2", "encoding a word with the merges")
 def check_encode_word(fn: Callable[[str, list[Pair]], list[str]]) -> str:
     """Check ``fn(word, merges)`` returns the BPE symbols of ``word`` (merges applied in the order learned)."""
-    for word, merges in _encode_cases():
-        want = encode_word(word, merges)
-        got = call_student(fn, word, list(merges), what="your encode_word")
-        if not isinstance(got, (list, tuple)) or not all(isinstance(s, str) for s in got):
-            raise CheckFailed(f"encode_word should return a list of strings, got {describe(got)}")
+    cases = _encode_cases()
+    got_all = []
+    for word, merges in cases:
+        given = list(merges)
+        got = call_student(fn, word, given, what="your encode_word")
+        if given != merges:
+            raise CheckFailed("Your encode_word changed the list of merges it was given in place (pop() or "
+                              "del?): the same merges encode every word, so read them without consuming them.")
+        if isinstance(got, str) or not isinstance(got, (list, tuple)) or not all(isinstance(s, str) for s in got):
+            raise CheckFailed(f"encode_word should return a list of strings (the symbols), got {describe(got)}")
         got = list(got)
-        if got == want:
-            continue
         if "".join(got) != word:
+            if "".join(got) == word.lstrip(WORD_START) and word != WORD_START:
+                raise CheckFailed(f"The symbols {got} drop the word marker of {word!r}: '▁' is a character of "
+                                  "the word like any other, and merges join it ('▁t', '▁thirty').")
             raise CheckFailed(f"The symbols {got} do not spell the word {word!r} again: every character must end "
                               "up in exactly one symbol, in order.")
-        if got == list(word):
-            raise CheckFailed(f"{word!r} came back as single characters: apply the merges.")
-        if got == _encode_one_pass(word, merges):
-            raise CheckFailed(f"{word!r}: you apply each merge only at its first occurrence; join every "
-                              "occurrence (left to right) of a pair before moving on.")
-        if got == _encode_reverse(word, merges):
-            raise CheckFailed(f"{word!r}: you apply the merges in reverse order; the first merge learned goes first.")
-        if got == _encode_longest(word, merges):
-            raise CheckFailed(f"{word!r}: you take the longest known token from the left (WordPiece-style); BPE "
-                              "replays the merges in the order they were learned, which can split differently.")
-        raise CheckFailed(f"{word!r} with these merges should give {want}, got {got}.")
-    return "Every word splits as the merges dictate, and the symbols spell the word again."
+        got_all.append(got)
+    wants = [encode_word(w, m) for w, m in cases]
+    if got_all == wants:
+        return "Every word splits as the merges dictate, and the symbols spell the word again."
+    hint = _named_mistake(got_all, cases, ENCODE_MISTAKES)
+    if hint:
+        raise CheckFailed(hint)
+    k = next(k for k in range(len(cases)) if got_all[k] != wants[k])
+    raise CheckFailed(f"{cases[k][0]!r} with these merges should split into {wants[k]}, got {got_all[k]}: join "
+                      "the earliest-learned pair present, at its leftmost occurrence, until no learned pair is left.")
 
 
 # ---------------------------------------------------------------- 13.3 the length penalty (derive)
@@ -208,7 +301,14 @@ def check_break_even_alpha(fn: Callable[[float, int, float, int], float]) -> str
         cases.append((s, ls, s * rng.uniform(1.05, 2.5), ll))
     for s, ls, l_, ll in cases:
         want = break_even_alpha(s, ls, l_, ll)
-        got = as_number(call_student(fn, s, ls, l_, ll, what="your break_even_alpha"), "the alpha")
+        try:
+            raw = call_student(fn, s, ls, l_, ll, what="your break_even_alpha")
+        except CheckFailed as failure:
+            if "math domain error" in str(failure):
+                raise CheckFailed("Your code takes the logarithm of a negative number: log-probabilities are "
+                                  "negative, so take the log of their ratio, log(s / l), which is positive.") from None
+            raise
+        got = as_number(raw, "the alpha")
         if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
             continue
         if math.isclose(got, 0.6, rel_tol=1e-9):
@@ -221,6 +321,12 @@ def check_break_even_alpha(fn: Callable[[float, int, float, int], float]) -> str
         if math.isclose(got, power, rel_tol=1e-6) or math.isclose(got, -power, rel_tol=1e-6):
             raise CheckFailed("This is the alpha for the penalty length ** alpha; the paper's penalty is "
                               "((5 + length) / 6) ** alpha (Wu et al., 2016): keep the 5.")
+        if want and math.isclose(got, 1 / want, rel_tol=1e-6):
+            raise CheckFailed("You return 1 / alpha: from s / l = ((5 + a) / (5 + b)) ** alpha, alpha is "
+                              "log(s / l) divided by log((5 + a) / (5 + b)), not the other way round.")
+        if math.isclose(abs(got), abs((s - l_) / math.log((5 + ls) / (5 + ll))), rel_tol=1e-6):
+            raise CheckFailed("You use the difference of the log-probabilities, s - l: the penalty divides a "
+                              "log-probability, so compare the scores by their ratio, log(s / l).")
         raise CheckFailed(f"For log-probabilities {s:.3f} (length {ls}) and {l_:.3f} (length {ll}) the scores "
                           f"s / lp(len) are equal at alpha = {want:.4f}, got {got:.4f}. Set the two penalised "
                           "scores equal and solve for alpha with a logarithm.")
@@ -244,8 +350,8 @@ def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, 
         got = call_student(fn, states, what="your average_checkpoints")
         for s, c in zip(states, copies, strict=True):
             if any(not torch.equal(s[n], c[n]) for n in s):
-                raise CheckFailed("Your function changed the checkpoints it was given (an in-place += or "
-                                  ".add_ on states[0]?): build new tensors for the average.")
+                raise CheckFailed("Your function changed the checkpoints it was given in place (a += or "
+                                  ".add_ on the tensors of states[0]?): build new tensors for the average.")
         if not isinstance(got, dict):
             raise CheckFailed(f"average_checkpoints should return a state dict (a dict of tensors), "
                               f"got {describe(got)}")
@@ -255,6 +361,14 @@ def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, 
         want = {n: torch.stack([s[n] for s in states]).mean(0) for n in shapes}
         for n in shapes:
             t = got[n]
+            stacked = torch.stack([s[n] for s in states])
+            if isinstance(t, Tensor) and t.numel() == 1 and torch.allclose(t.float(), stacked.mean(), atol=1e-6):
+                raise CheckFailed(f"{n!r} is one number, the mean of all its elements: average over the "
+                                  "checkpoints only (stack them on a new dim 0 and take mean(dim=0)).")
+            if (isinstance(t, Tensor) and len(shapes[n]) > 1 and tuple(t.shape) == shapes[n][1:]
+                    and torch.allclose(t, torch.cat([s[n] for s in states]).mean(0), atol=1e-6)):
+                raise CheckFailed(f"{n!r} has lost its first dimension: torch.cat joins the checkpoints along "
+                                  "an existing dim; torch.stack puts them on a new dim 0 to average over.")
             if not isinstance(t, Tensor) or tuple(t.shape) != shapes[n]:
                 raise CheckFailed(f"{n!r} should be a tensor of shape {shapes[n]}, got {describe(t)}")
             if torch.allclose(t, want[n], atol=1e-6):
@@ -267,7 +381,17 @@ def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, 
                 raise CheckFailed("You average only the first and the last checkpoint: every one counts.")
             if k > 2 and torch.allclose(t, torch.stack([s[n] for s in states[-2:]]).mean(0), atol=1e-6):
                 raise CheckFailed("You average only the last two checkpoints: every one in the list counts.")
-            raise CheckFailed(f"{n!r} is not the element-wise mean of the {k} checkpoints.")
+            if len(shapes) != k and torch.allclose(t, want[n] * k / len(shapes), atol=1e-5):
+                raise CheckFailed(f"You divide by the number of tensors in one checkpoint ({len(shapes)}), not "
+                                  f"by the number of checkpoints ({k}): use len(states).")
+            running = states[0][n]
+            for s in states[1:]:
+                running = (running + s[n]) / 2
+            if k > 2 and torch.allclose(t, running, atol=1e-6):
+                raise CheckFailed("You halve a running average at every checkpoint ((avg + s) / 2), which weights "
+                                  "the last checkpoints most: sum all of them and divide once by their number.")
+            raise CheckFailed(f"{n!r} is not the element-wise mean of the {k} checkpoints: add the tensors of "
+                              "every checkpoint and divide by how many there are.")
         if any(got[n] is s[n] for s in states for n in shapes):
             raise CheckFailed("Your average hands back a tensor of one of the inputs: return new tensors.")
     return "Your average equals the element-wise mean and leaves the checkpoints unchanged."
@@ -278,34 +402,39 @@ ALPHA_OPTIONS = {"longer": "outputs get longer", "shorter": "outputs get shorter
 ALPHA_EXPLANATIONS = {
     "shorter": "Dividing a negative log-probability by a penalty that grows with length raises long hypotheses' "
                "scores, never short ones'.",
-    "same": "On these numbers the model is unsure, so the beam holds hypotheses of several lengths and alpha "
-            "decides between them.",
+    "same": "Most outputs do not change, but where the beam ends with finished hypotheses of different lengths, "
+            "a larger alpha lifts the longer one.",
 }
 
 
-def _mean_length(model: Any, tokenizer: BPETokenizer, sources: list[str], alpha: float) -> float:
-    outs = translate(model, tokenizer, sources, beam_size=4, alpha=alpha)
-    return sum(len(o) for o in outs) / len(outs)
+def _shipped_beyond() -> tuple[Any, BPETokenizer, list[int]]:
+    """The shipped model, its tokenizer and the recipe's numbers beyond the training range."""
+    from ..runs.translation import TRANSLATION_RECIPE, load_translation
+
+    model, tokenizer, _ = load_translation()
+    d = TRANSLATION_RECIPE["data"]
+    low, high, n = d["beyond"]
+    return model, tokenizer, beyond_numbers(low, high, n, d["split_seed"])
 
 
 @checker("13.5", "the length penalty beyond the training range")
-def check_alpha_experiment(prediction: Any, measure: Callable[..., float], model: Any, tokenizer: BPETokenizer,
-                           numbers: list[int]) -> str:
+def check_alpha_experiment(prediction: Any, measure: Callable[..., float]) -> str:
     """Prediction first; then ``measure(model, tokenizer, sources, alpha)`` must equal the reference on the
-    checker's own sources at two alphas (so a hard-coded number fails), and the direction is reported."""
-    key = require_prediction(prediction() if callable(prediction) else prediction, ALPHA_OPTIONS)
+    checker's own numbers beyond the training range (the shipped model) at two alphas, so a hard-coded
+    number fails; the direction is reported against the prediction."""
+    key = read_prediction(prediction, ALPHA_OPTIONS)
+    model, tokenizer, numbers = _shipped_beyond()
     rng = random.Random(len(numbers))
     picks = rng.sample(list(numbers), min(24, len(numbers)))
     sources = [number_name(n, "en") for n in picks]
-    values = {}
+    values: dict[float, float] = {}
     for alpha in (0.0, 2.0):
-        got = as_number(call_student(measure, model, tokenizer, list(sources), alpha, what="your measure",
-                                     may_modify=True), f"measure(..., alpha={alpha})")
-        want = _mean_length(model, tokenizer, sources, alpha)
+        got = as_number(call_student(measure, model, tokenizer, list(sources), alpha, what="your measure"),
+                        f"measure(..., alpha={alpha})")
+        outs = translate(model, tokenizer, sources, beam_size=4, alpha=alpha)
+        want = sum(len(o) for o in outs) / len(outs)
         if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
-            if math.isclose(got, _mean_length(model, tokenizer, sources, 0.0), rel_tol=1e-9) and alpha:
-                raise CheckFailed("Your measure gives the same number at alpha 2 as at alpha 0: pass alpha on to "
-                                  "translate(..., alpha=alpha) with beam_size=4 (greedy decoding has no penalty).")
+            _explain_length(got, alpha, model, tokenizer, sources, outs)
             raise CheckFailed(f"On the checker's {len(sources)} numbers your measure gives {got:.3f} characters at "
                               f"alpha {alpha}, the reference {want:.3f}: return the mean length in characters "
                               "of the beam-4 translations of the sources you are given (not a number you typed).")
@@ -315,6 +444,28 @@ def check_alpha_experiment(prediction: Any, measure: Callable[..., float], model
     return (f"Measured on {len(sources)} numbers beyond the training range: mean output "
             f"{'grows' if diff > 0 else 'shrinks' if diff < 0 else 'stays'} from alpha 0 to alpha 2. "
             + compare_prediction(key, outcome, ALPHA_EXPLANATIONS))
+
+
+def _explain_length(got: float, alpha: float, model: Any, tokenizer: BPETokenizer, sources: list[str],
+                    outs: list[str]) -> None:
+    """Raise the hint of a typical mistake in the 13.5 measurement, if ``got`` is what it gives."""
+    n = len(sources)
+
+    def same(x: float) -> bool:
+        return math.isclose(got, x, rel_tol=1e-9, abs_tol=1e-9)
+
+    if same(sum(len(o) for o in outs)):
+        raise CheckFailed("You return the total number of characters: divide by the number of translations.")
+    if same(sum(len(tokenizer.encode(o)) for o in outs) / n):
+        raise CheckFailed("You count tokens; the exercise asks for characters: len() of each output string.")
+    if same(sum(len(s) for s in sources) / n):
+        raise CheckFailed("You measure the English sources; measure the German translations the model writes.")
+    if alpha and same(sum(len(o) for o in translate(model, tokenizer, sources, beam_size=4)) / n):
+        raise CheckFailed("Your measure gives the same number at alpha 2 as at alpha 0: pass alpha on to "
+                          "translate(..., alpha=alpha) with beam_size=4.")
+    if same(sum(len(o) for o in translate(model, tokenizer, sources)) / n):
+        raise CheckFailed("You decode greedily (translate's default beam_size=1), which has no length penalty: "
+                          "pass beam_size=4 and alpha=alpha.")
 
 
 # ---------------------------------------------------------------- 13.6 transfer: French
@@ -337,22 +488,60 @@ def tokens_per_target(lang: str, numbers: list[int], n_merges: int) -> float:
 @checker("13.6", "transfer to French")
 def check_transfer(prediction: Any, measure: Callable[[str, list[int], int], float]) -> str:
     """Prediction first; then ``measure(lang, numbers, n_merges)`` must match the reference for French and German
-    on the checker's own numbers."""
-    key = require_prediction(prediction() if callable(prediction) else prediction, TRANSFER_OPTIONS)
+    on the checker's own numbers, and once more with other numbers and another number of merges."""
+    key = read_prediction(prediction, TRANSFER_OPTIONS)
     numbers = random.Random(61).sample(range(10000), 300)
-    values = {}
-    for lang in ("fr", "de"):
-        got = as_number(call_student(measure, lang, list(numbers), 60, what="your measure"), f"measure({lang!r})")
-        want = tokens_per_target(lang, numbers, 60)
+    values: dict[str, float] = {}
+    for lang, nums, n_merges in (("fr", numbers, 60), ("de", numbers, 60), ("fr", numbers[:120], 25)):
+        got = as_number(call_student(measure, lang, list(nums), n_merges, what="your measure"),
+                        f"measure({lang!r}, ...)")
+        want = tokens_per_target(lang, nums, n_merges)
         if not math.isclose(got, want, rel_tol=1e-9):
-            other = tokens_per_target("de" if lang == "fr" else "fr", numbers, 60)
-            if math.isclose(got, other, rel_tol=1e-9):
-                raise CheckFailed(f"measure({lang!r}, ...) gives the other language's number: use the lang argument.")
-            raise CheckFailed(f"On the checker's 300 numbers with 60 merges, measure({lang!r}) gives {got:.3f} "
-                              f"tokens per target, the reference {want:.3f}: learn one BPE on the English and the "
-                              f"{lang!r} names together and count the tokens of the {lang!r} names.")
-        values[lang] = got
+            _explain_tokens(got, lang, nums, n_merges, values)
+            raise CheckFailed(f"On the checker's {len(nums)} numbers with {n_merges} merges, measure({lang!r}, ...) "
+                              f"gives {got:.3f} tokens per name, the reference {want:.3f}: learn one BPE on the "
+                              f"English and the {lang!r} names together and count the tokens of the {lang!r} names.")
+        values.setdefault(lang, got)
     ratio = values["fr"] / values["de"]
     outcome = "more" if ratio > 1.1 else ("fewer" if ratio < 0.9 else "same")
     return (f"French needs {ratio:.2f} times as many target tokens as German here. "
             + compare_prediction(key, outcome, TRANSFER_EXPLANATIONS))
+
+
+def _explain_tokens(got: float, lang: str, numbers: list[int], n_merges: int, earlier: dict[str, float]) -> None:
+    """Raise the hint of a typical mistake in the 13.6 measurement, if ``got`` is what it gives."""
+    n = len(numbers)
+    names = [number_name(k, lang) for k in numbers]
+
+    def same(x: float) -> bool:
+        return math.isclose(got, x, rel_tol=1e-9)
+
+    if lang in earlier and same(earlier[lang]):
+        raise CheckFailed("Your measure gives the same number for other numbers and another n_merges: use the "
+                          "numbers and n_merges you are given.")
+    if n_merges != 60 and same(tokens_per_target(lang, numbers, 60)):
+        raise CheckFailed("You learn 60 merges whatever n_merges says: pass n_merges on to BPETokenizer.train.")
+    other = "de" if lang == "fr" else "fr"
+    if same(tokens_per_target(other, numbers, n_merges)):
+        raise CheckFailed(f"measure({lang!r}, ...) gives the other language's number: use the lang argument.")
+    want = tokens_per_target(lang, numbers, n_merges)
+    if same(want * n):
+        raise CheckFailed("You return the total number of tokens: divide by the number of names.")
+    if same(want + 2) or same(want + 1):
+        raise CheckFailed("You count <sos> or <eos> too: count only the tokens of the name itself.")
+    if same(sum(len(t) for t in names) / n):
+        raise CheckFailed("You count characters; count the tokens of the learned BPE vocabulary (tok.encode).")
+    if same(sum(len(t.split()) for t in names) / n):
+        raise CheckFailed("You count words; count the tokens of the learned BPE vocabulary (tok.encode).")
+    alone = BPETokenizer.train(names, n_merges)
+    if same(sum(len(alone.encode(t)) for t in names) / n):
+        raise CheckFailed(f"You learn the vocabulary on the {lang!r} names alone; the paper's vocabulary is shared: "
+                          "learn it on the English and the target names together.")
+    if same(_english_tokens(lang, numbers, n_merges)):
+        raise CheckFailed("You count the tokens of the English names; count those of the target names.")
+
+
+def _english_tokens(lang: str, numbers: list[int], n_merges: int) -> float:
+    texts = [t for k in numbers for t in (number_name(k, "en"), number_name(k, lang))]
+    tok = BPETokenizer.train(texts, n_merges)
+    return sum(len(tok.encode(number_name(k, "en"))) for k in numbers) / len(numbers)
