@@ -130,9 +130,9 @@ MADE_BY: dict[str, tuple[str, str]] = {
                "python benchmarks/vit_digits.py --threads 1 --write"),
     MLM_FILE: ("Chapter 12's masked-language model, with its loss per step and its CPU seconds",
                "python scripts/train_checkpoint.py --run mlm --threads 1"),
-    TRANSLATION_CHECKPOINT: ("Chapter 13's English-to-German model (recipe `TRANSLATION_RECIPE`: shared BPE vocabulary, "
-                             "tied embeddings, label smoothing 0.1, warm-up schedule, the average of the last 5 "
-                             "checkpoints), with its BPE merges, training curve, CPU seconds and scores",
+    TRANSLATION_CHECKPOINT: ("Chapter 13's English-to-German model (recipe `TRANSLATION_RECIPE`: shared BPE "
+                             "vocabulary, tied embeddings, label smoothing 0.1, warm-up schedule, the average of the "
+                             "last 5 checkpoints), with its BPE merges, training curve, CPU seconds and scores",
                              "python benchmarks/translation.py --jobs 8 --write"),
     TRANSLATION_RESULTS: ("Chapter 13's Tables 2 and 3 in miniature: every variant's scores (BLEU, chrF with "
                           "paired-bootstrap intervals, exact match with Wilson intervals) in and beyond the training "
