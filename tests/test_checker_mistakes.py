@@ -60,14 +60,6 @@ EXEMPT = {
              " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
     "10.4": "predict:"
              " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
-    "11.1": "derive:"
-             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
-    "11.2": "implement (the online-softmax update):"
-             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
-    "11.3": "implement (mean-pooled K/V heads):"
-             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
-    "11.4": "experiment:"
-             " tests/test_exercises_ch11.py tries the reference, two other right answers and three named mistakes",
     "13.5": "experiment (on the shipped translation model):"
              " tests/test_exercises_ch13.py tries the reference, another right answer and seven mistakes (six hints)",
     "13.6": "transfer (French):"
