@@ -416,7 +416,7 @@ class _AttentionSpy(TorchFunctionMode):
             flat = [a for a in args if isinstance(a, Tensor)]
             flat += [t for a in args if isinstance(a, (list, tuple)) for t in a if isinstance(t, Tensor)]
             if sum(t.requires_grad for t in flat) >= 2:
-                self.found = self.found or f"{name} of two tensors computed from the input"
+                self.found = self.found or f"{name} on two tensors computed from the input"
         return func(*args, **(kwargs or {}))
 
 
@@ -469,7 +469,7 @@ def check_baseline_design(fn: Callable[[int], nn.Module], against: dict[str, flo
                         if any(t.lower() in type(m).__name__.lower() for t in TRANSFORMER_PARTS)})
         found = _attention_inside(model, images)
         if parts or found:
-            what = ", ".join(parts) if parts else f"attention (its forward pass computes a {found})"
+            what = ", ".join(parts) if parts else f"attention (its forward pass calls {found})"
             raise CheckFailed(f"Your model contains {what}: a Transformer is not a baseline for a "
                               "Transformer. Build a non-Transformer model: an MLP (nn.Linear layers) or a small "
                               "CNN (nn.Conv2d), whose layers multiply the input by weights, never two "
@@ -506,10 +506,12 @@ def check_baseline_design(fn: Callable[[int], nn.Module], against: dict[str, flo
                 isinstance(k, str) and isinstance(v, (int, float)) and 0 <= v <= 1 for k, v in against.items()):
             raise CheckFailed(f"against must map names to test accuracies between 0 and 1, got {against!r:.80}")
         beside = "; " + ", ".join(f"the live {k} {_pct(v)}" for k, v in against.items())
+    ratio = (f"{theirs / max(mine, 1):.1f} times as many" if theirs >= mine else
+             f"your model {mine / theirs:.1f} times as many")
     return (f"At the ViT's size your model has {counts[69_194]:,} parameters and does {mine:,} multiply-adds per "
-            f"image; the ViT does {theirs:,}, {theirs / max(mine, 1):.1f} times as many. Trained for 6 epochs with "
-            f"the ViT's recipe, as in the live run above, it scores {_pct(acc)} of the {len(data[3])} test "
-            f"images{beside} (one seed each; one image is {100 / len(data[3]):.2f} points).")
+            f"image; the ViT does {theirs:,}, {ratio}. Trained for 6 epochs with the ViT's recipe, as in the live "
+            f"run above, it scores {_pct(acc)} of the {len(data[3])} test images{beside} (one seed"
+            f"{' each' if beside else ''}; one image is {100 / len(data[3]):.2f} points).")
 
 
 # ---------------------------------------------------------------- 12.5 compute-optimal split (derive)
