@@ -16,7 +16,9 @@ Parts (recipes in ``course_utils.runs.modern``):
   attention computes. Then one training step of an 8-layer ModernLM with and without gradient
   checkpointing: peak memory and CPU time. The machine's load average is stored beside the times.
 - gqa: the shipped character LM converted to GQA-2 and MQA, and the unconverted control, each
-  uptrained with UPTRAIN_RECIPE for every seed: bits per character before and after.
+  uptrained with UPTRAIN_RECIPE for every seed: bits per character before and after. Then MQA and
+  the control uptrained in chunks and scored after each of the recipe's curve_steps (Exercise 11.4's
+  reference curve).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from course_utils.runs.modern import (  # noqa: E402
     charlm_data,
     load_mha_charlm,
     run_uptraining,
+    uptraining_curve,
 )
 
 
@@ -124,7 +127,13 @@ def gqa_part() -> dict:
             rows.append({"variant": name, "n_kv_heads": n_kv, "seed": seed, **result})
             print(f"{name:<14} seed {seed}: {result['before']:.3f} -> {result['after']:.3f} bits/char "
                   f"(multi-head {result['base']:.3f})", flush=True)
-    return {"rows": rows, "torch": torch.__version__, "recipe": GQA_UPTRAINING_RECIPE}
+    curves = []
+    for name in ("control (MHA)", "MQA"):
+        for seed in r["curve_seeds"]:
+            bits = uptraining_curve(r["kv_heads"][name], r["curve_steps"], seed, charlm, data)
+            curves.append({"variant": name, "seed": seed, "steps": r["curve_steps"], "bits_per_char": bits})
+            print(f"{name:<14} seed {seed}, after {r['curve_steps']} steps: {bits}", flush=True)
+    return {"rows": rows, "curves": curves, "torch": torch.__version__, "recipe": GQA_UPTRAINING_RECIPE}
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
 """Benchmark: Chapter 13's Tables 2 and 3 in miniature (English number names into German); ends with one JSON line.
 
 Usage:
-    python benchmarks/translation.py              # every row; writes translation_table.json and translation_en_de.pt
-    python benchmarks/translation.py --no-save    # print only
+    python benchmarks/translation.py              # every row, printed only
+    python benchmarks/translation.py --write      # and write translation_table.json and translation_en_de.pt
     python benchmarks/translation.py --jobs 3     # train the variants in 3 processes (one thread each)
 
 Each variant of ``course_utils.runs.translation.VARIANTS`` trains from scratch with the same
@@ -149,13 +149,13 @@ def table(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-save", action="store_true", help="do not write the assets")
+    parser.add_argument("--write", action="store_true", help="write the shipped assets (default: print only)")
     parser.add_argument("--jobs", type=int, default=1, help="processes (one thread each) that train and decode")
-    parser.add_argument("--steps", type=int, default=None, help="smoke run: this many steps (implies --no-save)")
+    parser.add_argument("--steps", type=int, default=None, help="smoke run: this many steps (never written)")
     parser.add_argument("--n-eval", type=int, default=None, help="smoke run: score this many numbers per set")
     args = parser.parse_args()
     if args.steps is not None or args.n_eval is not None:
-        args.no_save = True
+        args.write = False
     torch.set_num_threads(EVAL["torch_threads"])
     names = list(VARIANTS)
     start = time.perf_counter()
@@ -190,7 +190,7 @@ def main() -> None:
               "wall_seconds_total": round(time.perf_counter() - start, 1), "jobs": args.jobs,
               "load_average_5min": [round(load_before, 1), round(os.getloadavg()[1], 1)],
               "torch": torch.__version__, "machine": platform.machine(), "recipe": benchmark_recipe()}
-    if not args.no_save:
+    if args.write:
         tokenizer = base["data"].tokenizer
         save(base["model"], TRANSLATION_RECIPE, asset_path(TRANSLATION_CHECKPOINT),
              results={"merges": [list(p) for p in tokenizer.merges], "alphabet": sorted(tokenizer.alphabet),

@@ -198,6 +198,7 @@ class BPETokenizer:
         for i, s in enumerate(self.itos):
             self.stoi.setdefault(s, i)  # a merge that spells an existing token keeps the first id
         self.alphabet = set(alphabet)
+        self._words: dict[str, list[str]] = {}  # word -> its symbols, filled as words are met (speed only)
 
     @classmethod
     def train(cls, texts: Sequence[str], n_merges: int, min_count: int = 2) -> BPETokenizer:
@@ -223,7 +224,9 @@ class BPETokenizer:
                 if ch not in self.alphabet:
                     raise ValueError(f"text holds {ch!r} (at word {w!r}, position {pos}), which is not in the "
                                      "vocabulary's alphabet; learn the vocabulary from text that has it")
-            out.extend(encode_word(w, self.ranks))
+            if w not in self._words:
+                self._words[w] = encode_word(w, self.ranks)
+            out.extend(self._words[w])
         return out
 
     def encode(self, text: str) -> list[int]:

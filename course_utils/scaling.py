@@ -23,6 +23,12 @@ def non_embedding_params(model: nn.Module) -> int:
     """Parameters outside the token embedding, position table and output projection (Kaplan's N). Chapter 12."""
     check_module("model", model)
     skip = ("embedding.", "positional_scheme.", "output_projection.")  # DecoderOnly's parameter names
+    names = [name for name, _ in model.named_parameters()]
+    if not any(name.startswith(skip) for name in names):
+        # another class names its tables otherwise: counting them into N would be silent and wrong
+        raise ValueError(f"model must name its token table 'embedding' like DecoderOnly (the parameters skipped "
+                         f"from N start with {', '.join(skip)}), got {type(model).__name__} with parameters "
+                         f"{', '.join(names[:3]) or 'none'}{', ...' if len(names) > 3 else ''}")
     return sum(p.numel() for name, p in model.named_parameters() if not name.startswith(skip))
 
 

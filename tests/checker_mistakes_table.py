@@ -1273,39 +1273,3 @@ wrong("10.5", c10d.check_diagnose, "should return one of", lambda m, V: "nan")
 wrong("10.5", c10d.check_diagnose, "diagnosed as 'healthy'", lambda m, V: "healthy")
 wrong("10.5", c10d.check_diagnose, "diagnosed as 'leaking mask'", lambda m, V: "leaking mask")
 wrong("10.5", c10d.check_diagnose, "in place", _diagnose_in_place)
-
-
-# ================================================================ 11.5 linear attention
-import test_exercises_ch11 as t11  # noqa: E402
-
-from course_utils.exercises import ch11_attention_at_scale as c11  # noqa: E402
-from course_utils.flash import linear_attention  # noqa: E402
-
-right("11.5", c11.check_linear_attention, t11.linear_cumsum)
-right("11.5", c11.check_linear_attention, t11.linear_rnn)
-wrong("11.5", c11.check_linear_attention, "write it yourself", lambda q, k, v, c: linear_attention(q, k, v, c))
-wrong("11.5", c11.check_linear_attention, "softmax attention", lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
-wrong("11.5", c11.check_linear_attention, "elu(x) + 1", lambda q, k, v, c: t11.quadratic(q, k, v, c, phi=F.elu))
-wrong("11.5", c11.check_linear_attention, "not relu", lambda q, k, v, c: t11.quadratic(q, k, v, c, phi=F.relu))
-wrong("11.5", c11.check_linear_attention, "not normalised", lambda q, k, v, c: t11.quadratic(q, k, v, c, norm=False))
-wrong("11.5", c11.check_linear_attention, "j <= i", lambda q, k, v, c: t11.linear_cumsum(q, k, v, False))
-wrong("11.5", c11.check_linear_attention, "own key", lambda q, k, v, c: t11.quadratic(q, k, v, c, strict=True))
-wrong("11.5", c11.check_linear_attention, "sqrt(d_k)", lambda q, k, v, c: t11.linear_cumsum(q / math.sqrt(q.shape[-1]), k, v, c))
-wrong("11.5", c11.check_linear_attention, "linearly", t11.quadratic)
-
-def _linear_phi_on_queries_only(q, k, v, c):
-    a = (F.elu(q) + 1) @ k.transpose(-2, -1)
-    a = a.tril() if c else a
-    return a @ v / a.sum(-1, keepdim=True)
-
-
-wrong("11.5", c11.check_linear_attention, "phi goes on the keys too", _linear_phi_on_queries_only)
-
-
-def _linear_in_place(q, k, v, c):
-    out = t11.linear_cumsum(q, k, v, c)
-    q.mul_(1.0001)
-    return out
-
-
-wrong("11.5", c11.check_linear_attention, INPLACE, _linear_in_place)

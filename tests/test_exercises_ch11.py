@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.exercises.ch11_attention_at_scale import (
-    CHECK_SEED,
     PairTimer,
     check_linear_attention,
     check_mqa_uptraining,
@@ -23,7 +22,7 @@ from course_utils.exercises.ch11_attention_at_scale import (
 from course_utils.flash import linear_attention, online_softmax_update, plain_attention
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
 from course_utils.modern import convert_to_gqa
-from course_utils.runs.modern import charlm_data, score, uptrain
+from course_utils.runs.modern import UPTRAIN_RECIPE, charlm_data, uptrain
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +40,7 @@ def _stub(*args, **kwargs):
 
 @pytest.mark.parametrize("check,args", [
     (check_online_softmax, (_stub,)), (check_tiling_experiment, (lambda: "faster", _stub, _stub)),
-    (check_pool_heads, (_stub,)), (check_mqa_uptraining, (lambda: "larger", _stub)),
+    (check_pool_heads, (_stub,)), (check_mqa_uptraining, (lambda: "further", _stub)),
     (check_linear_attention, (_stub,)), (check_tiling_experiment, (_stub, _stub, _stub)),
 ])
 def test_stub_is_not_implemented_yet(check, args):
@@ -129,6 +128,15 @@ def guard_with_nan_to_num(m, l, acc, s, v):  # noqa: E741
     return m_new, l * r + p.sum(-1), acc * r[..., None] + p @ v
 
 
+def old_max_exps(m, l, acc, s, v):  # noqa: E741
+    """The tile exponentiated relative to the old maximum (guarded for the first tile)."""
+    m_new = torch.maximum(m, s.amax(-1))
+    shift_old = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    p = torch.exp(s - shift_old[..., None])
+    r = torch.exp(m - m_new)
+    return m_new, l * r + p.sum(-1), acc * r[..., None] + p @ v
+
+
 def test_online_right_answers():
     assert check_online_softmax(online_loop).passed
     assert check_online_softmax(online_logsumexp).passed
@@ -143,6 +151,8 @@ def test_online_right_answers():
     (in_place, ["in place"]),
     (no_guard, ["all -inf", "NaN", "shift by 0"]),
     (calls_the_book, ["write the step yourself"]),
+    (online_softmax_update, ["write the step yourself"]),
+    (old_max_exps, ["relative to m_new"]),
 ])
 def test_online_mistakes(wrong, words):
     _fails_with(check_online_softmax(wrong), *words)
@@ -179,14 +189,12 @@ def experiment(tiled, timer, cases=((512, 256), (1024, 256), (2048, 256), (2048,
 
 
 class QuickTimer(PairTimer):
-    """A timer for the tests: runs each function once (so the checker sees the calls) and returns made-up
-    times, plain twice as slow as tiled, so the mistake tests do not spend minutes timing."""
+    """A timer for the tests: the checker's probe runs each function once (so it sees the calls and the
+    outputs); the times are made up, plain twice as slow as tiled, so the mistake tests do not spend
+    minutes timing."""
 
-    def compare(self, plain_fn, tiled_fn):
-        plain_fn(), tiled_fn()
-        pair = (2.0 + len(self.log), 1.0 + len(self.log))
-        self.log.append(pair)
-        return pair
+    def _time(self, plain_fn, tiled_fn):
+        return 2.0 + len(self.log), 1.0 + len(self.log)
 
 
 @pytest.fixture
@@ -207,14 +215,107 @@ def test_tiling_right_answer():
     assert result.passed and "at T = 2048" in result.message and "With tiles of 32" in result.message
 
 
+def einsum_every_tile(q, k, v, causal, block):
+    """Right output, but the scores of every tile computed with einsum (masked afterwards): no tile skipped."""
+    T, d_k = q.shape[-2], q.shape[-1]
+    out = []
+    for i0 in range(0, T, block):
+        qb = q[..., i0:i0 + block, :] / math.sqrt(d_k)
+        n = qb.shape[-2]
+        m = q.new_full((*q.shape[:-2], n), float("-inf"))
+        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
+        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
+        for j0 in range(0, T, block):
+            s = torch.einsum("...qd,...kd->...qk", qb, k[..., j0:j0 + block, :])
+            if causal:
+                rows, cols = torch.arange(i0, i0 + n)[:, None], torch.arange(j0, j0 + s.shape[-1])[None, :]
+                s = s.masked_fill(cols > rows, float("-inf"))
+            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
+        out.append(acc / l[..., None])
+    return torch.cat(out, dim=-2)
+
+
+def diagonal_unmasked(q, k, v, causal, block):
+    """Skips the tiles above the diagonal but masks nothing inside the diagonal tile."""
+    T, d_k = q.shape[-2], q.shape[-1]
+    out = []
+    for i0 in range(0, T, block):
+        qb = q[..., i0:i0 + block, :] / math.sqrt(d_k)
+        n = qb.shape[-2]
+        m = q.new_full((*q.shape[:-2], n), float("-inf"))
+        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
+        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
+        for j0 in range(0, i0 + n if causal else T, block):
+            s = qb @ k[..., j0:j0 + block, :].transpose(-2, -1)
+            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
+        out.append(acc / l[..., None])
+    return torch.cat(out, dim=-2)
+
+
+def local_triangle(q, k, v, causal, block):
+    """Skips the tiles above the diagonal and masks every computed tile with the same local triangle."""
+    T, d_k = q.shape[-2], q.shape[-1]
+    out = []
+    for i0 in range(0, T, block):
+        qb = q[..., i0:i0 + block, :] / math.sqrt(d_k)
+        n = qb.shape[-2]
+        m = q.new_full((*q.shape[:-2], n), float("-inf"))
+        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
+        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
+        for j0 in range(0, i0 + n if causal else T, block):
+            s = qb @ k[..., j0:j0 + block, :].transpose(-2, -1)
+            if causal:
+                s = s.masked_fill(torch.ones(n, s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
+            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
+        out.append(acc / l[..., None])
+    return torch.cat(out, dim=-2)
+
+
+def swapped_compare(tiled, timer):
+    """timer.compare(tiled_fn, plain_fn): the arguments in the wrong order."""
+    results = {}
+    for T, block in ((512, 256), (1024, 256), (2048, 256), (2048, 32)):
+        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
+        results[(T, block)] = timer.compare(lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b),
+                                            lambda q=q, k=k, v=v: plain_attention(q, k, v, True))
+    return results
+
+
+def plain_without_mask(tiled, timer):
+    """The plain baseline timed without the causal mask, against the causal loop."""
+    results = {}
+    for T, block in ((512, 256), (1024, 256), (2048, 256), (2048, 32)):
+        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
+        results[(T, block)] = timer.compare(lambda q=q, k=k, v=v: plain_attention(q, k, v, False),
+                                            lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
+    return results
+
+
+def other_inputs(tiled, timer):
+    """Plain attention timed on other q, k, v than the loop."""
+    results = {}
+    for T, block in ((512, 256), (1024, 256), (2048, 256), (2048, 32)):
+        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
+        q2 = torch.randn(1, 1, T, 64)
+        results[(T, block)] = timer.compare(lambda q=q2, k=k, v=v: plain_attention(q, k, v, True),
+                                            lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
+    return results
+
+
 @pytest.mark.parametrize("tiled,run,words", [
     (lambda q, k, v, c, b: tiled_loop(q, k, v, c, b, skip=False), experiment, ["above the diagonal"]),
+    (einsum_every_tile, experiment, ["above the diagonal"]),
     (lambda q, k, v, c, b: tiled_loop(q, k, v, c, b, scale=False), experiment, ["sqrt(d_k)"]),
-    (lambda q, k, v, c, b: tiled_loop(q, k, v, False, b), experiment, ["later keys"]),
+    (lambda q, k, v, c, b: tiled_loop(q, k, v, False, b), experiment, ["every key", "later"]),
+    (diagonal_unmasked, experiment, ["unmasked", "own block"]),
+    (local_triangle, experiment, ["same triangle"]),
     (lambda q, k, v, c, b: plain_attention(q, k, v, c), experiment, ["above the diagonal"]),
     (tiled_loop, lambda tiled, timer: {(512, 256): (2.0, 1.5), (1024, 256): (12.0, 8.0), (2048, 256): (40.0, 27.0),
                                        (2048, 32): (40.0, 90.0)}, ["typed in"]),
     (tiled_loop, lambda tiled, timer: {T: p[::-1] for T, p in experiment(tiled, timer).items()}, ["swapped"]),
+    (tiled_loop, swapped_compare, ["upside down"]),
+    (tiled_loop, plain_without_mask, ["without the causal mask"]),
+    (tiled_loop, other_inputs, ["q, k, v your tiled loop"]),
     (tiled_loop, lambda tiled, timer: experiment(tiled, timer, ((512, 256), (1024, 256), (2048, 256))),
      ["blocks of 32"]),
     (tiled_loop, lambda tiled, timer: {T: p for (T, b), p in experiment(tiled, timer).items()}, ["(T, block)"]),
@@ -269,7 +370,12 @@ def test_pool_mistakes(wrong, words):
 # ----- 11.4 -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny():
-    """A small untrained character LM and the data: fast enough to uptrain in the tests."""
+    """A small untrained character LM and the data: fast enough to uptrain in the tests (for the mistakes, which
+    fail on what the run recorded before any range is judged)."""
+    return tiny_charlm()
+
+
+def tiny_charlm():
     vocab, train_ids, val_ids = charlm_data()
     torch.manual_seed(0)
     model = DecoderOnly(DecoderOnlyConfig(vocab_size=len(vocab), d_model=16, n_heads=4, d_ff=32, n_layers=1,
@@ -277,58 +383,132 @@ def tiny():
     return model, (vocab, train_ids[:20000], val_ids[:9000])
 
 
-def mqa_right(charlm, train_ids, val_ids, seed):
+def sweep_chunks(charlm, uptrain, score, lengths=None):
+    """Right: one control and one MQA model, uptrained in the same chunks, scored between them."""
+    s = UPTRAIN_RECIPE["steps"]
+    lengths = lengths or (0, s // 3, 2 * s // 3)
     control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 1)
-    before = score(mqa, val_ids) - score(control, val_ids)
-    uptrain(control, train_ids, seed)
-    uptrain(mqa, train_ids, seed)
-    return before, score(mqa, val_ids) - score(control, val_ids)
+    lost, done = {}, 0
+    for steps in lengths:
+        if steps > done:
+            uptrain(control, steps - done)
+            uptrain(mqa, steps - done)
+            done = steps
+        lost[steps] = score(mqa) - score(control)
+    return lost
 
 
-def mqa_variant(kind):
-    def experiment(charlm, train_ids, val_ids, seed):
+def sweep_fresh(charlm, uptrain, score):
+    """Right, another style: a fresh pair of models for every length, uptrained in one call each."""
+    s = UPTRAIN_RECIPE["steps"]
+    lost = {0: score(convert_to_gqa(charlm, 1)) - score(charlm)}
+    for steps in (s // 3, 2 * s // 3):
         control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 1)
-        base = score(charlm, val_ids)
-        before = score(mqa, val_ids)
-        if kind != "no control":
-            uptrain(control, train_ids, 0 if kind == "seed 0" else seed)
-        uptrain(mqa, train_ids, 0 if kind == "seed 0" else seed)
-        after, control_after = score(mqa, val_ids), score(control, val_ids)
-        return {
-            "no control": (before - base, after - base),
-            "absolute": (before, after),
-            "swapped": (after - control_after, before - base),
-            "seed 0": (before - base, after - control_after),
-        }[kind]
-    return experiment
+        uptrain(control, steps)
+        uptrain(mqa, steps)
+        lost[steps] = score(mqa) - score(control)
+    return lost
+
+
+def sweep_variant(kind):
+    """The mistakes of Exercise 11.4, one switch each."""
+    def sweep(charlm, uptrain, score):
+        control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 2 if kind == "GQA-2" else 1)
+        base = score(charlm)
+        lost, done, previous = {}, 0, None
+        for steps in (0, 4, 10):
+            if kind == "scored first":  # scores, then uptrains: each value belongs to the length before
+                now = score(mqa) - score(control)
+                lost[steps] = now if previous is None else previous
+                previous = now
+            if steps > done:
+                if kind == "in place":
+                    uptrain(charlm, steps - done)
+                if kind == "control in one go":
+                    if done == 0:
+                        uptrain(control, 10)
+                else:
+                    uptrain(control, steps - done)
+                uptrain(mqa, steps - done)
+                done = steps
+            m, c = score(mqa), score(control)
+            if kind != "scored first":
+                lost[steps] = {"no control": m - base, "absolute": m, "sign": c - m}.get(kind, m - c)
+        if kind == "two lengths":
+            lost.pop(4)
+        if kind == "no zero":
+            lost.pop(0)
+        return lost
+    return sweep
+
+
+def sweep_outside(charlm, uptrain, score):
+    """Uptrains with the book's uptrain on its own data, not with the checker's uptrain."""
+    _, train_ids, _ = charlm_data()
+    control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 1)
+    lost = {0: score(mqa) - score(control)}
+    uptrain_book = uptrain_of_the_book()
+    for model in (control, mqa):
+        uptrain_book(model, train_ids[:20000], 0, {**UPTRAIN_RECIPE, "steps": 4})
+    lost[4] = score(mqa) - score(control)
+    lost[8] = lost[4]
+    return lost
+
+
+def uptrain_of_the_book():
+    return uptrain
+
+
+def sweep_over_budget(charlm, uptrain, score):
+    uptrain(convert_to_gqa(charlm, 1), 3 * UPTRAIN_RECIPE["steps"])
+    return {0: 1.0, 1: 1.0, 2: 1.0}
 
 
 @pytest.mark.parametrize("kind,words", [
-    ("no control", ["the control"]), ("absolute", ["bits per character, not what it loses"]),
-    ("swapped", ["swapped"]),
-    # not a row: ignoring the seed argument (uptraining with seed 0 instead of the checker's seed 3)
-    # moves the MQA-minus-control loss by less than 0.01 bits/char on the tiny and on the shipped
-    # model (measured 25 November), inside the accepted range, so no check can tell it from a right run
+    ("no control", ["model before uptraining"]), ("absolute", ["bits per character, not what it loses"]),
+    ("sign", ["control minus MQA"]), ("control in one go", ["different uptrain calls"]),
+    ("scored first", ["another number of steps"]), ("GQA-2", ["neither a copy of charlm nor"]),
+    ("in place", ["in place"]), ("two lengths", ["at least three lengths"]), ("no zero", ["0 among them"]),
 ])
 def test_mqa_mistakes(tiny, kind, words):
-    # the untrained tiny model loses as much before the uptraining as after it (0.097 and 0.094 bits/char):
-    # swapped numbers are the right numbers there, so the swap is tried on the shipped model, where they differ
-    model, data = (None, None) if kind == "swapped" else tiny
-    _fails_with(check_mqa_uptraining(lambda: "larger", mqa_variant(kind), model, data), *words)
-
-
-def test_mqa_rejects_typed_in_numbers_and_checks_the_prediction_first(tiny):
     model, data = tiny
-    _fails_with(check_mqa_uptraining(lambda: "larger", lambda *a: (1.2, 0.5), model, data), "typed in")
+    _fails_with(check_mqa_uptraining(lambda: "further", sweep_variant(kind), model, data, 0), *words)
+
+
+def test_mqa_rejects_typed_in_numbers_other_training_and_a_blown_budget(tiny):
+    model, data = tiny
+    _fails_with(check_mqa_uptraining(lambda: "further", lambda *a: {0: 1.36, 10: 0.8, 30: 0.62}, model, data),
+                "typed in")
+    _fails_with(check_mqa_uptraining(lambda: "further", sweep_outside, model, data), "uptrain(model, steps)")
+    _fails_with(check_mqa_uptraining(lambda: "further", sweep_over_budget, model, data), "at most")
+
+
+def test_mqa_checks_the_prediction_first(tiny):
+    model, data = tiny
     measured = []
-    result = check_mqa_uptraining(lambda: "", lambda *a: measured.append(1) or (1.3, 0.4), model, data)
+    result = check_mqa_uptraining(lambda: "", lambda *a: measured.append(1) or {0: 1.3}, model, data)
     assert result.not_implemented and not measured
-    _fails_with(check_mqa_uptraining(lambda: "bigger", mqa_right, model, data), "not one of the choices")
+    _fails_with(check_mqa_uptraining(lambda: "bigger", sweep_chunks, model, data), "not one of the choices")
 
 
-def test_mqa_right_answer_on_the_shipped_model():
-    result = check_mqa_uptraining(lambda: "larger", mqa_right)
-    assert result.passed and "accepted range" in result.message and str(CHECK_SEED)
+def test_mqa_seed_is_hidden_and_fresh(tiny):
+    """Without a seed argument the checker draws a new one each call: the same sweep measures other numbers."""
+    model, data = tiny
+    seen = []
+
+    def spy(charlm, uptrain, score):
+        lost = sweep_chunks(charlm, uptrain, score, (0, 2, 4))
+        seen.append(lost[4])
+        return lost
+    check_mqa_uptraining(lambda: "further", spy, model, data)
+    check_mqa_uptraining(lambda: "further", spy, model, data)
+    assert seen[0] != seen[1]
+
+
+def test_mqa_right_answers_on_the_shipped_model():
+    for sweep in (sweep_chunks, sweep_fresh):
+        result = check_mqa_uptraining(lambda: "further", sweep, seed=7)
+        assert result.passed and "shipped runs give" in result.message, result.message
 
 
 # ----- 11.5 -----------------------------------------------------------------------------------

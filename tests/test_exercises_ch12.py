@@ -17,12 +17,15 @@ from course_utils.exercises.ch12_encoders import (
     check_compute_optimal,
     check_patchify,
     check_position_experiment,
+    check_scaling_prediction,
     position_reference,
 )
+from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
 from course_utils.mlm import IGNORE, bert_mask
+from course_utils.runs.scaling import SCALING_RECIPE, load_scaling, run_size, size_recipe
 from course_utils.runs.vit import VIT_RECIPE, load_vit
-from course_utils.scaling import compute_optimal
-from course_utils.vit import VisionTransformer, load_digits_split, matched_mlp, patchify, unpatchify
+from course_utils.scaling import compute_optimal, fit_loss_surface, non_embedding_params
+from course_utils.vit import VisionTransformer, load_digits_split, matched_mlp, mlp_baseline, patchify, unpatchify
 
 
 def ref_mask(ids, vocab_size, mask_id, rate, generator):
@@ -146,6 +149,16 @@ def random_up_to_mask_id(ids, vocab_size, mask_id, rate, generator):
     return inputs, torch.where(chosen, ids, torch.full_like(ids, IGNORE))
 
 
+def random_from_one(ids, vocab_size, mask_id, rate, generator):
+    """The student walk's accepted mistake: random ids from [1, vocab_size), so id 0 is never drawn."""
+    chosen = torch.rand(ids.shape, generator=generator) < rate
+    action = torch.rand(ids.shape, generator=generator)
+    random_ids = torch.randint(1, vocab_size, ids.shape, generator=generator)
+    inputs = torch.where(chosen & (action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+    return inputs, torch.where(chosen, ids, torch.full_like(ids, IGNORE))
+
+
 def split_60_20_20(ids, vocab_size, mask_id, rate, generator):
     chosen = torch.rand(ids.shape, generator=generator) < rate
     action = torch.rand(ids.shape, generator=generator)
@@ -167,6 +180,7 @@ def split_60_20_20(ids, vocab_size, mask_id, rate, generator):
     (global_draw, ["generator"]),
     (random_may_be_mask, ["not a character", "[0, vocab_size)"]),
     (random_up_to_mask_id, ["not a character"]),
+    (random_from_one, ["no random replacement is id 0", "includes 0"]),
     (bert_mask, ["course_utils' bert_mask"]),
     (lambda ids, v, m, r, g: bert_mask(ids, v, m, r, g), ["course_utils' bert_mask"]),
 ])
@@ -224,6 +238,16 @@ def hard_coded_two(images, patch):
     return patchify_permute(images, 2)
 
 
+def overlapping_unfold(images, patch):
+    """The student walk's mistake: F.unfold without stride=patch takes a patch at every pixel offset."""
+    return nn.functional.unfold(images, patch).transpose(1, 2)
+
+
+def patchify_in_place(images, patch):
+    images -= images.mean()  # "normalise" the pixels first, in the caller's tensor
+    return patchify_permute(images, patch)
+
+
 def transposed_inside(images, patch):
     B, C, H, W = images.shape
     grid = images.reshape(B, C, H // patch, patch, W // patch, patch)
@@ -236,6 +260,8 @@ def transposed_inside(images, patch):
     (channels_last, ["channel first"]),
     (transposed_inside, ["transposed"]),
     (hard_coded_two, ["shape"]),
+    (overlapping_unfold, ["overlapping", "stride=patch"]),
+    (patchify_in_place, ["in place"]),
 ])
 def test_patchify_mistakes(fn, words):
     _fails_with(check_patchify(fn), *words)
@@ -361,15 +387,54 @@ def uses_globals(model, images, labels, patch):
     return cache["r"]
 
 
+def random_permutations(model, images, labels, patch):
+    """23 random orders (some repeated, the identity possible) instead of the 23 non-identity ones."""
+    r = experiment(model, images, labels, patch)
+    g = torch.Generator().manual_seed(0)
+    n = (images.shape[-1] // patch) ** 2
+    with torch.no_grad():
+        r["shuffled"] = [(model(shuffle_loops(images, torch.randperm(n, generator=g), patch)).argmax(-1) == labels)
+                         .float().mean().item() for _ in range(23)]
+    return r
+
+
+def rounded_numbers(model, images, labels, patch):
+    """Numbers read off a first run and typed in, rounded: no longer whole numbers of images."""
+    r = experiment(model, images, labels, patch)
+    return {"plain": round(r["plain"], 2), "zeroed": round(r["zeroed"], 2),
+            "shuffled": [round(x, 2) for x in r["shuffled"]]}
+
+
+def train_mode_everywhere(model, images, labels, patch):
+    """The student walk's mistake: model.eval() forgotten, dropout on in every measurement."""
+    import copy
+    import itertools
+
+    model = copy.deepcopy(model).train()
+    acc = lambda m, x: (m(x).argmax(-1) == labels).float().mean().item()  # noqa: E731
+    with torch.no_grad():
+        zeroed = copy.deepcopy(model)
+        zeroed.pos.zero_()
+        n = (images.shape[-1] // patch) ** 2
+        return {"plain": acc(model, images), "zeroed": acc(zeroed, images),
+                "shuffled": [acc(model, shuffle_loops(images, torch.tensor(p), patch))
+                             for p in itertools.permutations(range(n)) if p != tuple(range(n))]}
+
+
 def test_position_experiment_mistakes(shipped_numbers):
     _fails_with(check_position_experiment("shuffling", shuffle_loops, hard_coded(shipped_numbers)),
-                "fixed numbers")
-    _fails_with(check_position_experiment("shuffling", shuffle_loops, zeroes_the_shipped_model), "in place")
+                "type numbers in")
+    _fails_with(check_position_experiment("shuffling", shuffle_loops, zeroes_the_shipped_model), "in place",
+                "copy.deepcopy(model)")
+    _fails_with(check_position_experiment("shuffling", shuffle_loops, random_permutations), "itertools.permutations")
+    _fails_with(check_position_experiment("shuffling", shuffle_loops, rounded_numbers), "multiple of 1/450")
+    _fails_with(check_position_experiment("shuffling", shuffle_loops, train_mode_everywhere), "train mode",
+                "model.eval()")
     _fails_with(check_position_experiment("shuffling", shuffle_loops, keeps_cls_position), "class token")
     _fails_with(check_position_experiment("shuffling", shuffle_loops, with_identity), "identity")
     _fails_with(check_position_experiment("shuffling", shuffle_loops, in_train_mode), "eval")
     _fails_with(check_position_experiment("shuffling", shuffle_loops, percent), "between 0 and 1")
-    _fails_with(check_position_experiment("shuffling", shuffle_loops, uses_globals), "fixed numbers")
+    _fails_with(check_position_experiment("shuffling", shuffle_loops, uses_globals), "type numbers in")
     _fails_with(check_position_experiment("shuffling", shuffle_loops, lambda *a: [0.9, 0.8]), "dict")
 
 
@@ -437,15 +502,23 @@ def _cnn(c):
     return CNN()
 
 
-@pytest.mark.parametrize("fn", [matched_mlp, one_hidden_layer, small_cnn])
+@pytest.mark.parametrize("fn", [one_hidden_layer, small_cnn])
 def test_baseline_right_answers(fn):
-    result = check_baseline_design(fn)
+    result = check_baseline_design(fn, against={"ViT": 0.95, "MLP": 0.96})
     assert result.passed, result.message
     assert "multiply-adds" in result.message and "332,416" in result.message  # the ViT's, counted
+    # trained with the live run's recipe: its accuracy beside the live ViT's and MLP's
+    assert "6 epochs" in result.message and "the live ViT 95.0 %" in result.message
+
+
+def test_baseline_refuses_the_library_baselines():
+    _fails_with(check_baseline_design(matched_mlp), "course_utils' matched_mlp")
+    _fails_with(check_baseline_design(lambda target: mlp_baseline(round((target - 10) / 75), depth=1)),
+                "course_utils' mlp_baseline")
 
 
 def fixed_width(target):
-    return matched_mlp(69_194)
+    return one_hidden_layer(69_194)
 
 
 def no_flatten(target):
@@ -487,7 +560,28 @@ def torch_attention(target):
     return WithAttention()
 
 
+def handwritten_attention(target):
+    """The student walk's accepted mistake: attention written inline (no module named for it)."""
+    class TinyViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d = 16
+            self.embed = nn.Linear(16, d)
+            self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+            rest = target - (16 * d + d) - 3 * (d * d + d) - (4 * d * 10 + 10)
+            self.mix = nn.Linear(d, max(1, rest // (d + 1) - 1))
+            self.head = nn.Linear(4 * d, 10)
+
+        def forward(self, x):
+            t = self.embed(patchify_permute(x[:, None], 4))  # (B, 4, d)
+            w = torch.softmax(self.q(t) @ self.k(t).transpose(1, 2) / 4, dim=-1)  # (B, 4, 4)
+            return self.head((w @ self.v(t)).flatten(1))
+
+    return TinyViT()
+
+
 @pytest.mark.parametrize("fn, words", [
+    (handwritten_attention, ["attention", "matmul", "not a baseline"]),
     (a_vit, ["VisionTransformer", "not a baseline"]),
     (torch_attention, ["MultiheadAttention", "not a baseline"]),
     (fixed_width, ["does not change"]),
@@ -512,6 +606,33 @@ def test_compute_optimal_right_answers(fn):
     assert check_compute_optimal(fn).passed
 
 
+def compare_ref():
+    n, _ = ref_split(5.76e23, 20.0)
+    return n / 280e9, n / 70e9
+
+
+def compare_tensor():
+    n = torch.tensor(5.76e23 / 120, dtype=torch.float64).sqrt()
+    return n / 280e9, n / 70e9
+
+
+@pytest.mark.parametrize("compare", [compare_ref, compare_tensor])
+def test_compare_gopher_right_answers(compare):
+    result = check_compute_optimal(ref_split, compare)
+    assert result.passed, result.message
+    assert "0.25 of Gopher's parameters and 0.99 of Chinchilla's" in result.message
+
+
+def test_compare_gopher_stub_and_mistakes():
+    assert check_compute_optimal(ref_split, _stub).not_implemented
+    n, _ = ref_split(5.76e23, 20.0)
+    n6, _ = ref_split(6 * 280e9 * 300e9, 20.0)
+    _fails_with(check_compute_optimal(ref_split, lambda: (280e9 / n, 70e9 / n)), "upside down")
+    _fails_with(check_compute_optimal(ref_split, lambda: (n6 / 280e9, n6 / 70e9)), "5.76e23")
+    _fails_with(check_compute_optimal(ref_split, lambda: (0.25, 1.0)), "rather than typing")
+    _fails_with(check_compute_optimal(ref_split, lambda: n / 280e9), "pair")
+
+
 @pytest.mark.parametrize("fn, words", [
     (compute_optimal, ["course_utils' compute_optimal"]),
     (lambda c, r: compute_optimal(c, r), ["course_utils' compute_optimal"]),
@@ -523,3 +644,149 @@ def test_compute_optimal_right_answers(fn):
 ])
 def test_compute_optimal_mistakes(fn, words):
     _fails_with(check_compute_optimal(fn), *words)
+
+
+# ----- 12.6 the scaling law's prediction, tested ---------------------------------------------------
+_record = load_scaling()
+_runs = _record["sizes"] + _record["lengths"]
+SURFACE = fit_loss_surface([r["params"] for r in _runs], [r["tokens"] for r in _runs],
+                           [r["val_bits_per_char"] for r in _runs])
+SMALL, FEW = {"d_model": 16, "n_layers": 1, "n_heads": 2}, 60  # a second or so per run: a test, not a lesson
+TOKENS = SCALING_RECIPE["batch_size"] * SCALING_RECIPE["block_size"]  # per step
+
+
+def n_of(size, embeddings=False):
+    model = DecoderOnly(DecoderOnlyConfig(vocab_size=65, **size_recipe(size)["model"]))
+    return sum(p.numel() for p in model.parameters()) if embeddings else non_embedding_params(model)
+
+
+def predict_ref(size, steps):
+    n, d = n_of(size), steps * TOKENS
+    return (SURFACE.predict(n, d), *SURFACE.interval(n, d))
+
+
+def predict_by_hand(size, steps):
+    """Another right answer: N counted by hand (attention 4 (d d + d), FFN 8 d d + 5 d, LayerNorms 4 d; final 2 d)."""
+    d = size["d_model"]
+    n = size["n_layers"] * (4 * (d * d + d) + 8 * d * d + 5 * d + 4 * d) + 2 * d
+    low, high = SURFACE.interval(n, steps * 32 * 64)
+    return torch.tensor(SURFACE.predict(n, steps * 32 * 64)), low, high
+
+
+def measure_ref(size, steps, seed):
+    return run_size(size, steps, {**SCALING_RECIPE, "seed": seed})["val_bits_per_char"]
+
+
+def measure_copy(size, steps, seed):
+    import copy
+
+    recipe = copy.deepcopy(SCALING_RECIPE)
+    recipe["seed"] = seed
+    return torch.tensor(run_size(size, steps, recipe)["val_bits_per_char"])
+
+
+def test_scaling_prediction_right_answers():
+    result = check_scaling_prediction(predict_ref, measure_ref, SMALL, FEW)
+    assert result.passed, result.message
+    assert "(seed 0)" in result.message and "(seed 1)" in result.message and "interval" in result.message
+    assert "not the error of assuming a plane" in result.message
+    result = check_scaling_prediction(predict_by_hand, measure_copy, SMALL, FEW)
+    assert result.passed, result.message
+
+
+def test_scaling_prediction_stubs():
+    assert check_scaling_prediction(_stub, measure_ref, SMALL, FEW).not_implemented
+    assert check_scaling_prediction(predict_ref, _stub, SMALL, FEW).not_implemented
+
+
+def with_embeddings(size, steps):
+    n, d = n_of(size, embeddings=True), steps * TOKENS
+    return (SURFACE.predict(n, d), *SURFACE.interval(n, d))
+
+
+def tokens_per_step_forgotten(size, steps):
+    n, d = n_of(size), steps * 32
+    return (SURFACE.predict(n, d), *SURFACE.interval(n, d))
+
+
+def steps_as_tokens(size, steps):
+    n = n_of(size)
+    return (SURFACE.predict(n, steps), *SURFACE.interval(n, steps))
+
+
+def ignores_steps(size, steps):
+    n, d = n_of(size), 1000 * TOKENS
+    return (SURFACE.predict(n, d), *SURFACE.interval(n, d))
+
+
+def in_nats(size, steps):
+    return tuple(v * math.log(2) for v in predict_ref(size, steps))
+
+
+def narrow_interval(size, steps):
+    n, d = n_of(size), steps * TOKENS
+    return (SURFACE.predict(n, d), *SURFACE.interval(n, d, level=0.68))
+
+
+def out_of_order(size, steps):
+    pred, low, high = predict_ref(size, steps)
+    return low, pred, high
+
+
+def sizes_only_fit(size, steps):
+    """A plane through the six sizes only: at one length it cannot see D."""
+    rows = _record["sizes"] + [_record["lengths"][0]]
+    surface = fit_loss_surface([r["params"] for r in rows], [r["tokens"] for r in rows],
+                               [r["val_bits_per_char"] for r in rows])
+    n, d = n_of(size), steps * TOKENS
+    return (surface.predict(n, d), *surface.interval(n, d))
+
+
+@pytest.mark.parametrize("fn, words", [
+    (with_embeddings, ["non-embedding"]),
+    (tokens_per_step_forgotten, ["batch_size x block_size"]),
+    (steps_as_tokens, ["counts tokens"]),
+    (ignores_steps, ["ignores the number of steps"]),
+    (in_nats, ["nats"]),
+    (narrow_interval, ["95 % interval"]),
+    (out_of_order, ["(predicted, low, high)"]),
+    (sizes_only_fit, ["every run"]),
+])
+def test_scaling_prediction_mistakes(fn, words):
+    _fails_with(check_scaling_prediction(fn, measure_ref, SMALL, FEW), *words)
+
+
+def typed_in(size, steps, seed):
+    return 3.9
+
+
+def ignores_seed(size, steps, seed):
+    return measure_ref(size, steps, 0)
+
+
+def measured_in_nats(size, steps, seed):
+    return measure_ref(size, steps, seed) * math.log(2)
+
+
+def returns_prediction(size, steps, seed):
+    return predict_ref(size, steps)[0]
+
+
+@pytest.mark.parametrize("fn, words", [
+    (typed_in, ["not a number typed in"]),
+    (ignores_seed, ["seed"]),
+    (measured_in_nats, ["nats"]),
+    (returns_prediction, ["prediction itself"]),
+])
+def test_scaling_measurement_mistakes(fn, words):
+    _fails_with(check_scaling_prediction(predict_ref, fn, SMALL, FEW), *words)
+
+
+def test_scaling_prediction_refuses_a_sweep_run_a_costly_run_and_a_bad_size():
+    _fails_with(check_scaling_prediction(predict_ref, measure_ref, {"d_model": 32, "n_layers": 2, "n_heads": 2}, 500),
+                "run of the sweep")
+    _fails_with(check_scaling_prediction(predict_ref, measure_ref, {"d_model": 96, "n_layers": 3, "n_heads": 6}, 900),
+                "smaller size")
+    _fails_with(check_scaling_prediction(predict_ref, measure_ref, {"d_model": 30, "n_layers": 1, "n_heads": 4}, 100),
+                "multiple of n_heads")
+    _fails_with(check_scaling_prediction(predict_ref, measure_ref, {"d_model": 32}, 100), "keys")

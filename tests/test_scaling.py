@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
 from course_utils.runs.scaling import SCALING_RECIPE, load_scaling, size_recipe
@@ -131,3 +132,9 @@ def test_loss_surface_bad_input():
         fit.predict(-5, 10)
     with pytest.raises(ValueError, match="level must be"):
         fit.interval(5, 10, level=1.5)
+
+
+def test_non_embedding_params_refuses_a_model_with_other_names():
+    # a class that names its tables otherwise would have its embeddings counted into N silently
+    with pytest.raises(ValueError, match="model must name its token table 'embedding'"):
+        non_embedding_params(nn.Sequential(nn.Embedding(65, 8), nn.Linear(8, 65)))

@@ -15,16 +15,21 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from ..flash import interleaved_times, linear_attention, online_softmax_update, plain_attention, tiled_attention
 from .core import CheckFailed, as_number, call_student, checker, describe, expect_close, expect_tensor
-from .experiment import Expected, compare_prediction, judge_range, read_prediction
+from .experiment import Expected, compare_prediction, judge_range, read_prediction, shown
 
 
 def _calls_the_book(fn: Any, name: str) -> bool:
-    """True when the learner's function refers to ``name`` (the book's own answer) in its code."""
+    """True when the learner's function is the book's own answer ``name``, or refers to it in its code."""
+    from .. import flash
+
+    book = getattr(flash, name, None)
+    if fn is book or getattr(fn, "__code__", None) is getattr(book, "__code__", False):
+        return True
     code = getattr(fn, "__code__", None)
     return name in (*getattr(code, "co_names", ()), *getattr(code, "co_freevars", ()))
 
@@ -43,7 +48,11 @@ def _wrong_updates(m: Tensor, l: Tensor, acc: Tensor, s: Tensor, v: Tensor) -> d
     m_new = torch.maximum(m, s.amax(-1))
     r = torch.exp(m - m_new)
     p = torch.exp(s - m_new[..., None])
+    p_old = torch.exp(s - torch.where(torch.isinf(m), torch.zeros_like(m), m)[..., None])  # the old max's shift
     return {
+        "The tile's exponentials are taken relative to the old maximum: exponentiate the tile relative to m_new, "
+        "exp(scores - m_new), as the rescaled old sums are.":
+            (m_new, l * r + p_old.sum(-1), acc * r[..., None] + p_old @ v),
         "acc is not rescaled: multiply the old acc by exp(m_old - m_new) before adding the new tile.":
             (m_new, l * r + p.sum(-1), acc + p @ v),
         "l is not rescaled: multiply the old sum by exp(m_old - m_new) before adding the new tile's sum.":
@@ -61,7 +70,7 @@ def check_online_softmax(fn: Callable[..., Any]) -> str:
     if _calls_the_book(fn, "online_softmax_update"):
         raise CheckFailed("your update calls course_utils' online_softmax_update: write the step yourself.")
     g = torch.Generator().manual_seed(11)
-    for shape, k, d, first in (((4,), 5, 3, True), ((2, 3), 6, 2, False), ((1,), 1, 4, False), ((2, 5), 4, 3, True)):
+    for shape, k, d, first in (((2, 3), 6, 2, False), ((4,), 5, 3, True), ((1,), 1, 4, False), ((2, 5), 4, 3, True)):
         m, l, acc = _state(shape, d, g, first)  # noqa: E741
         s = torch.randn((*shape, k), generator=g, dtype=torch.float64) * 2
         v = torch.randn((*shape[:-1], k, d) if len(shape) > 1 else (k, d), generator=g, dtype=torch.float64)
@@ -164,46 +173,99 @@ LENGTHS = (512, 1024, 2048)  # timed with blocks of 256, as in the chapter
 class PairTimer:
     """What the checker hands Exercise 11.2: times two functions interleaved and keeps every result. Chapter 11.
 
-    ``compare(plain_fn, tiled_fn)`` runs both in turn (one warm-up, then ``repeats`` rounds, no
-    profiler) and returns their median CPU milliseconds (plain_ms, tiled_ms); ``log`` holds each pair.
+    ``compare(plain_fn, tiled_fn)`` first runs each once and keeps what it returned and which calls of the
+    checker's ``tiled`` it made (``probes``), then times both in turn (one warm-up, then ``repeats`` rounds,
+    no profiler) and returns their median CPU milliseconds (plain_ms, tiled_ms); ``log`` holds each pair.
     """
 
-    def __init__(self, repeats: int = 3):
+    def __init__(self, repeats: int = 3, calls: list[Any] | None = None):
         self.repeats = repeats
+        self.calls: list[Any] = [] if calls is None else calls  # the checker's record of calls to `tiled`
         self.log: list[tuple[float, float]] = []
+        self.probes: list[dict[str, Any]] = []
 
     def compare(self, plain_fn: Callable[[], Any], tiled_fn: Callable[[], Any]) -> tuple[float, float]:
         """Median CPU ms of plain_fn() and tiled_fn(), timed in turn."""
-        times = interleaved_times({"plain": plain_fn, "tiled": tiled_fn}, self.repeats, clock=time.process_time)
-        pair = (1000 * statistics.median(times["plain"]), 1000 * statistics.median(times["tiled"]))
+        first = len(self.calls)
+        plain_out = plain_fn()
+        middle = len(self.calls)
+        tiled_out = tiled_fn()
+        self.probes.append({"plain": plain_out, "tiled": tiled_out, "calls_in_plain": self.calls[first:middle],
+                            "calls_in_tiled": self.calls[middle:]})
+        pair = self._time(plain_fn, tiled_fn)
         self.log.append(pair)
         return pair
 
+    def _time(self, plain_fn: Callable[[], Any], tiled_fn: Callable[[], Any]) -> tuple[float, float]:
+        times = interleaved_times({"plain": plain_fn, "tiled": tiled_fn}, self.repeats, clock=time.process_time)
+        return 1000 * statistics.median(times["plain"]), 1000 * statistics.median(times["tiled"])
+
 
 class _MatmulCounter(TorchFunctionMode):
-    """Adds up the multiply-adds of every matrix product (matmul, @, bmm, mm) made while it is active."""
+    """Adds up the multiply-adds of every matrix product (matmul, @, bmm, mm, einsum) made while it is active,
+    and the elements every exp and softmax sees (one per score computed)."""
 
     NAMES = {"matmul", "__matmul__", "__rmatmul__", "bmm", "mm", "baddbmm", "addmm"}
 
     def __init__(self) -> None:
         super().__init__()
         self.multiply_adds = 0
+        self.exponentials = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         out = func(*args, **(kwargs or {}))
-        if getattr(func, "__name__", "") in self.NAMES and isinstance(out, Tensor):
-            a = args[0] if getattr(func, "__name__", "") not in ("baddbmm", "addmm") else args[1]
+        name = getattr(func, "__name__", "")
+        if name in self.NAMES and isinstance(out, Tensor):
+            a = args[0] if name not in ("baddbmm", "addmm") else args[1]
             if isinstance(a, Tensor) and a.dim() >= 1:
                 self.multiply_adds += out.numel() * a.shape[-1]
+        elif name == "einsum" and isinstance(out, Tensor) and args and isinstance(args[0], str):
+            self.multiply_adds += _einsum_multiply_adds(args[0], args[1:], out)
+        elif name in ("exp", "exp_", "softmax", "_softmax", "log_softmax") and args and isinstance(args[0], Tensor):
+            self.exponentials += args[0].numel()
         return out
 
 
-def _matmul_flops(fn: Callable[..., Any], *args: Any) -> int:
-    """The multiply-adds of the matrix products in fn(*args) (einsum and elementwise sums are not seen)."""
+def _einsum_multiply_adds(equation: str, operands: Any, out: Tensor) -> int:
+    """Multiply-adds of one einsum: the output's size times the sizes of the letters summed over."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    sizes: dict[str, int] = {}
+    for spec, x in zip(lhs.split(","), operands, strict=False):
+        if not isinstance(x, Tensor):
+            return 0
+        letters = spec.replace("...", "")
+        tail = x.shape[x.dim() - len(letters):] if "..." in spec else x.shape
+        for letter, size in zip(letters, tail, strict=False):
+            sizes[letter] = max(sizes.get(letter, 1), int(size))
+    if not _:
+        rhs = "".join(sorted(c for c in sizes if lhs.count(c) == 1))
+    summed = math.prod(size for letter, size in sizes.items() if letter not in rhs)
+    return out.numel() * summed
+
+
+def _work(fn: Callable[..., Any], *args: Any) -> _MatmulCounter:
+    """The multiply-adds of the matrix products and the exponentials in fn(*args)."""
     counter = _MatmulCounter()
     with counter:
         call_student(fn, *args, what="your tiled attention")
-    return counter.multiply_adds
+    return counter
+
+
+def _block_masked(q: Tensor, k: Tensor, v: Tensor, block: int, keep: str) -> Tensor:
+    """Attention under the mask a mistaken causal tile loop applies (the checker's wrong answers).
+
+    ``keep="diagonal tile unmasked"``: the tiles above the diagonal skipped, no mask inside the diagonal tile;
+    ``keep="same triangle in every tile"``: the tiles above skipped, every computed tile masked with the
+    triangle of local positions (key index in the tile > query index in the tile).
+    """
+    T = q.shape[-2]
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    below = j // block <= i // block
+    allowed = below if keep == "diagonal tile unmasked" else below & (j % block <= i % block)
+    s = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
 
 
 def _check_tiled(fn: Callable[..., Any]) -> None:
@@ -217,18 +279,30 @@ def _check_tiled(fn: Callable[..., Any]) -> None:
         q, k, v = (torch.randn(*shape, generator=g, dtype=torch.float64) for _ in range(3))
         got = call_student(fn, q, k, v, causal, block, what="your my_tiled_attention")
         want = plain_attention(q, k, v, causal)
+        mistakes = {
+            "Did you forget to divide the scores by sqrt(d_k)?": plain_attention(q * math.sqrt(shape[-1]), k, v,
+                                                                                  causal),
+            "You returned acc without dividing by l after the last tile.": _unnormalised(q, k, v, causal),
+        }
+        if causal:
+            mistakes = {
+                "Your causal loop lets every query see every key, also the later ones: skip the tiles above the "
+                "diagonal, and in a tile that crosses it mask the keys after the query (key position > query "
+                "position) with -inf.": plain_attention(q, k, v, False),
+                "You skip the tiles above the diagonal but leave the tile on the diagonal unmasked, so a query "
+                "still sees the later keys of its own block: mask key position > query position with -inf in a "
+                "tile that crosses the diagonal.": _block_masked(q, k, v, block, "diagonal tile unmasked"),
+                "You mask every tile with the same triangle of positions inside the tile: only a tile that crosses "
+                "the diagonal needs a mask, and it compares global positions (j0 + column > i0 + row); the tiles "
+                "below the diagonal are all visible.": _block_masked(q, k, v, block, "same triangle in every tile"),
+                **mistakes,
+            }
         expect_close(got, want, f"my_tiled_attention(q, k, v of shape {shape}, causal={causal}, block={block})",
-                     atol=1e-10, rtol=1e-10, mistakes={
-                         "Did you forget to divide the scores by sqrt(d_k)?": plain_attention(q * math.sqrt(shape[-1]),
-                                                                                               k, v, causal),
-                         "Your causal tiles let a query see later keys: on a tile that crosses the diagonal, "
-                         "mask the keys after the query (key position > query position) with -inf.":
-                             plain_attention(q, k, v, False),
-                         "You returned acc without dividing by l after the last tile.": _unnormalised(q, k, v, causal),
-                     })
-    q, k, v = (torch.randn(1, 1, 64, 8, generator=g) for _ in range(3))
-    products, full = _matmul_flops(fn, q, k, v, True, 16), 2 * 64 * 64 * 8  # scores and weights @ V, all tiles
-    if products >= 0.95 * full:
+                     atol=1e-10, rtol=1e-10, mistakes=mistakes)
+    T, block = 64, 16
+    q, k, v = (torch.randn(1, 1, T, 8, generator=g) for _ in range(3))
+    work, full = _work(fn, q, k, v, True, block), 2 * T * T * 8  # scores and weights @ V, all tiles
+    if work.multiply_adds >= 0.95 * full or work.exponentials >= 0.95 * T * T:
         raise CheckFailed("under the causal mask your loop computes every tile, also those entirely above the "
                           "diagonal, whose scores are all masked: stop the loop over key blocks at the query "
                           "block's end (key block start < query block start + block).")
@@ -244,27 +318,65 @@ def _unnormalised(q: Tensor, k: Tensor, v: Tensor, causal: bool) -> Tensor:
 
 
 TILING_SPEEDUP = Expected("speed-up of your tiled loop over plain attention at T = 2048, causal, tiles of 256",
-                          0.3, 10.0,
+                          1.0, 10.0,
                           "the causal loop skips the tiles above the diagonal and its tiles stay in the cache.",
-                          below="Your loop is much slower than the book's: a loop over single rows instead of "
-                                "tiles, or .item() calls inside the loop?",
+                          below="Skipping the tiles above the diagonal alone saves almost half the work, so your "
+                                "loop should not be slower than plain attention here: a loop over single rows "
+                                "instead of tiles, .item() calls inside the loop, or was something else running "
+                                "while it was timed? Run the experiment again.",
                           above="Plain attention took unusually long: was something else running while it was "
                                 "timed? Run the experiment again.")
 
 
+def _check_probe(probe: dict[str, Any], key: tuple[int, int]) -> None:
+    """The pair timed for ``key`` compared plain causal attention (first) with the checker's tiled (second)."""
+    T, block = key
+    if probe["calls_in_plain"] and not probe["calls_in_tiled"]:
+        raise CheckFailed(f"for {key} the first function you gave timer.compare runs your tiled loop and the "
+                          "second does not: the order is timer.compare(plain_fn, tiled_fn), so your speed-up is "
+                          "upside down.")
+    if probe["calls_in_plain"]:
+        raise CheckFailed(f"for {key} the plain function you timed also calls your tiled loop: time "
+                          "plain_attention(q, k, v, True) alone as timer.compare's first function.")
+    if not any(c[:3] == (T, True, block) for c in probe["calls_in_tiled"]):
+        raise CheckFailed(f"your tiled function was never timed at T = {T}, causal, with blocks of {block}: "
+                          "time the `tiled` function the checker passes in, with causal=True.")
+    q, k, v = next(c[3] for c in probe["calls_in_tiled"] if c[:3] == (T, True, block))
+    plain_out = probe["plain"]
+    if not isinstance(plain_out, Tensor) or plain_out.shape != v.shape:
+        raise CheckFailed(f"for {key} your plain function returned {describe(plain_out)}, not plain attention's "
+                          f"output of shape {tuple(v.shape)}: time plain_attention(q, k, v, True) on the same q, k, "
+                          "v as your tiled loop.")
+    with torch.no_grad():
+        if torch.allclose(plain_out, plain_attention(q, k, v, True), atol=1e-4, rtol=1e-4):
+            return
+        if torch.allclose(plain_out, plain_attention(q, k, v, False), atol=1e-4, rtol=1e-4):
+            raise CheckFailed(f"for {key} your plain baseline runs without the causal mask while your loop is "
+                              "causal: they compute different things. Time plain_attention(q, k, v, True).")
+    raise CheckFailed(f"for {key} your plain function does not compute causal attention of the q, k, v your tiled "
+                      "loop was timed on: draw q, k, v once per (T, block) and time both on them.")
+
+
 @checker("11.2", "your tiled attention against plain attention as T grows")
 def check_tiling_experiment(prediction_fn: Callable[[], str], tiled_fn: Callable[..., Any],
-                            experiment: Callable[..., Any], reference_speedup: float | None = None) -> str:
-    """Check the prediction, the learner's tiled loop, then experiment(tiled, timer) -> {(T, block): (ms, ms)}."""
+                            experiment: Callable[..., Any], reference_speedup: float | None = None,
+                            repeats: int = 3) -> str:
+    """Check the prediction, the learner's tiled loop, then experiment(tiled, timer) -> {(T, block): (ms, ms)}.
+
+    ``repeats``: the timed rounds of each pair after the warm-up (the tests take 1).
+    """
+    from ..validate import check_positive_int
+
+    repeats = check_positive_int("repeats", repeats)
     prediction = read_prediction(prediction_fn, TILING_PREDICTIONS)
     _check_tiled(tiled_fn)
-    calls: list[tuple[int, bool, int]] = []
+    calls: list[tuple[Any, ...]] = []
 
     def tiled(q: Tensor, k: Tensor, v: Tensor, causal: bool, block: int) -> Any:
-        calls.append((int(q.shape[-2]), bool(causal), int(block)))
+        calls.append((int(q.shape[-2]), bool(causal), int(block), (q, k, v)))
         return tiled_fn(q, k, v, causal, block)
 
-    timer = PairTimer()
+    timer = PairTimer(repeats, calls=calls)
     got = call_student(experiment, tiled, timer, what="your tiling_experiment", may_modify=True)
     if not isinstance(got, dict) or not got:
         raise CheckFailed("tiling_experiment should return a dict {(T, block): (plain_ms, tiled_ms)}, got "
@@ -287,10 +399,9 @@ def check_tiling_experiment(prediction_fn: Callable[[], str], tiled_fn: Callable
                               + (": you swapped them; return (plain_ms, tiled_ms) in that order." if swapped else
                                  ". Return the pair timer.compare(plain_fn, tiled_fn) gave you, not numbers typed "
                                  "in or measured another way."))
-    for T, block in needed:
-        if (T, True, block) not in calls:
-            raise CheckFailed(f"your tiled function was never timed at T = {T}, causal, with blocks of {block}: "
-                              "time the `tiled` function the checker passes in, with causal=True.")
+    for key in needed:
+        numbers = (float(got[key][0]), float(got[key][1]))
+        _check_probe(timer.probes[timer.log.index(numbers)], key)
     speedup = {key: float(got[key][0]) / float(got[key][1]) for key in needed}
     judge_range(speedup[(2048, 256)], TILING_SPEEDUP, what="your measured speed-up")
     small = speedup[(2048, SMALL_BLOCK)]
@@ -312,95 +423,220 @@ def check_tiling_experiment(prediction_fn: Callable[[], str], tiled_fn: Callable
 
 # ----------------------------------------------------------------- 11.4 (experiment) MQA against the control
 MQA_PREDICTIONS = {
-    "smaller": "after the uptraining MQA loses less against the control than GQA-2 does",
-    "same": "about the same as GQA-2 (within 0.05 bits/char)",
-    "larger": "MQA loses more against the control than GQA-2",
+    "closer": "at your largest length MQA trails its control by less than GQA-2 did after the recipe's steps",
+    "same": "about as much as GQA-2 (within 0.05 bits/char)",
+    "further": "MQA trails its control by more than GQA-2 did",
 }
-CHECK_SEED = 3  # the uptraining seed the checker asks for (the chapter's own runs use seed 0)
 
 
-def _uptraining_reference(charlm: Any, train_ids: Tensor, val_ids: Tensor, seed: int) -> dict[str, float]:
-    """The reference experiment: MQA and the control, uptrained with the same seed, scored before and after."""
-    from ..runs.modern import run_uptraining
+def max_sweep_steps() -> int:
+    """The longest uptraining Exercise 11.4 allows per model: twice the recipe's steps. Chapter 11."""
+    from ..runs.modern import UPTRAIN_RECIPE
 
-    data = (None, train_ids, val_ids)
-    mqa = run_uptraining(1, seed, charlm, data)  # type: ignore[arg-type]
-    control = run_uptraining(charlm.config.n_heads, seed, charlm, data)  # type: ignore[arg-type]
-    return {"base": mqa["base"], "mqa_before": mqa["before"], "mqa_after": mqa["after"],
-            "control_after": control["after"]}
+    return 2 * UPTRAIN_RECIPE["steps"]
 
 
-def mqa_ranges() -> tuple[Expected, float]:
-    """The range of MQA's loss against the control after uptraining, and GQA-2's mean, from the shipped runs."""
+class _LabStop(BaseException):
+    """Raised inside the learner's experiment by the checker's uptrain/score to end the run with a hint.
+
+    A BaseException, so that call_student does not turn it into "your function raised ..."."""
+
+
+class UptrainingLab:
+    """The ``uptrain`` and ``score`` Exercise 11.4 hands the learner; it records every call. Chapter 11.
+
+    ``uptrain(model, steps)`` goes on uptraining ``model`` in place (``runs.modern.uptrain_more``), its
+    batches seeded by a seed the learner does not see and by the steps the model already had, so two
+    models given the same calls see the same batches. ``score(model)`` is its validation bits/char.
+    Every model is told apart by its weights when first seen: the shipped model itself, a copy of it
+    (the control) or its multi-query conversion.
+    """
+
+    def __init__(self, charlm: Any, train_ids: Tensor, val_ids: Tensor, seed: int, max_steps: int):
+        from ..modern import convert_to_gqa
+
+        self.charlm, self.train_ids, self.val_ids = charlm, train_ids, val_ids
+        self.seed, self.max_steps = seed, max_steps
+        self._references = {"control": charlm.state_dict(), "MQA": convert_to_gqa(charlm, 1).state_dict()}
+        self.models: dict[int, tuple[Any, str, list[int]]] = {}  # id -> (model, kind, chunks so far)
+        self.scores: list[tuple[str, tuple[int, ...], float]] = []  # (kind, chunks, bits/char)
+        self.steps_run = 0
+
+    def _entry(self, model: Any) -> tuple[Any, str, list[int]]:
+        if id(model) not in self.models:
+            if model is self.charlm:
+                kind = "shipped"
+            elif not isinstance(model, nn.Module):
+                raise _LabStop(f"uptrain and score take a model, got {describe(model)}")
+            else:
+                kind = next((name for name in self._references if self._unchanged(model, name)), "other")
+            self.models[id(model)] = (model, kind, [])
+        return self.models[id(model)]
+
+    def _unchanged(self, model: Any, kind: str) -> bool:
+        """True when ``model`` still has the weights it had when first seen (those of its reference)."""
+        state, ref = model.state_dict(), self._references[kind]
+        return list(state) == list(ref) and all(
+            state[key].shape == ref[key].shape and torch.equal(state[key], ref[key]) for key in ref)
+
+    def uptrain(self, model: Any, steps: int) -> None:
+        """Go on uptraining ``model`` in place for ``steps`` more steps (the checker's seed)."""
+        from ..runs.modern import uptrain_more
+
+        _, kind, chunks = self._entry(model)
+        if kind == "shipped":
+            raise _LabStop("you uptrained charlm itself, in place: the control is a copy of it "
+                           "(copy.deepcopy(charlm)), and charlm must stay the shipped model.")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise _LabStop(f"uptrain(model, steps) takes a whole number of steps >= 1, got {describe(steps)}")
+        if sum(chunks) + steps > self.max_steps:
+            raise _LabStop(f"uptrain: at most {self.max_steps} steps per model in this exercise, and this model "
+                           f"would reach {sum(chunks) + steps}. Choose lengths up to {self.max_steps}.")
+        if self.steps_run + steps > 4 * self.max_steps:
+            raise _LabStop(f"your experiment uptrains more than {4 * self.max_steps} steps in all: uptrain each "
+                           "model in chunks (10 steps, score, 20 more, score, ...) instead of starting over for "
+                           "each length.")
+        uptrain_more(model, self.train_ids, steps, self.seed, sum(chunks))
+        chunks.append(steps)
+        self.steps_run += steps
+
+    def score(self, model: Any) -> float:
+        """Validation bits per character of ``model`` (UPTRAIN_RECIPE's blocks)."""
+        from ..runs.modern import score
+
+        _, kind, chunks = self._entry(model)
+        if not chunks and kind in self._references and not self._unchanged(model, kind):
+            raise _LabStop("a model you scored was trained by something other than the uptrain the checker passes "
+                           "in: uptrain every model with uptrain(model, steps), which draws the batches from the "
+                           "checker's seed and records the steps.")
+        value = score(model, self.val_ids)
+        self.scores.append((kind, tuple(chunks), value))
+        return value
+
+    def explain(self, steps: int, lost: float) -> str | None:
+        """None when ``lost`` is MQA's score minus the control's after the same ``steps`` (same chunks), else a hint."""
+        near = lambda x, y: abs(x - y) <= 1e-6 * max(1.0, abs(y))  # noqa: E731
+        if not self.scores:
+            return ("your sweep never called the score function the checker passes in: return numbers your run "
+                    "measured with it, not numbers typed in.")
+        mqa = [(c, v) for k, c, v in self.scores if k == "MQA" and sum(c) == steps]
+        ctl = [(c, v) for k, c, v in self.scores if k in ("control", "shipped")]
+        matches = [(cm, cc) for cm, m in mqa for cc, c in ctl if near(lost, m - c)]
+        if any(cm == cc for cm, cc in matches):
+            return None
+        if steps and any(not cc for _, cc in matches):
+            return (f"at {steps} steps you compare MQA with the model before uptraining: compare with the "
+                    "control, the copy uptrained by the same calls.")
+        if matches:
+            cm, cc = matches[0]
+            return (f"at {steps} steps your MQA model had the uptrain calls {list(cm)} and your control "
+                    f"{list(cc)}: different uptrain calls. Give both the same calls (the same chunks), so they see "
+                    "the same batches.")
+        if any(near(lost, c - m) for cm, m in mqa for cc, c in ctl if cm == cc):
+            return (f"the value at {steps} steps is the control minus MQA: return how much MQA trails, "
+                    "score(MQA) - score(control), positive when MQA is worse.")
+        if any(near(lost, m) for _, m in mqa):
+            return f"the value at {steps} steps is MQA's bits per character, not what it loses against the control."
+        other_mqa = [v for k, c, v in self.scores if k == "MQA" and sum(c) != steps]
+        if any(near(lost, m - c) for m in other_mqa for _, c in ctl):
+            return (f"the value at {steps} steps was measured after another number of steps: score both models "
+                    f"after exactly {steps} steps of uptraining.")
+        if not mqa:
+            if any(k == "other" for k, c, v in self.scores):
+                return (f"a model you scored is neither a copy of charlm nor convert_to_gqa(charlm, 1), and no MQA "
+                        f"model was scored after {steps} steps: convert the charlm argument to multi-query "
+                        "attention (one key/value head) and keep an unconverted copy as the control.")
+            return (f"you return a value for {steps} steps, but never scored an MQA model "
+                    f"(convert_to_gqa(charlm, 1)) after {steps} steps with the uptrain and score the checker "
+                    "passes in; a number typed in or measured another way does not count.")
+        return (f"the value at {steps} steps ({shown(lost)}) is not score(MQA) - score(control) of any scores your "
+                "run took: return numbers your run measured with the score function passed in, not numbers "
+                "typed in or measured another way.")
+
+
+def mqa_reference(steps: int) -> tuple[Expected, float]:
+    """The range of MQA's loss to the control after ``steps`` steps (shipped curves); GQA-2's after the recipe's.
+
+    Chapter 11.
+    """
     from ..runs.modern import load_gqa_uptraining
 
-    rows = load_gqa_uptraining()["rows"]
-    after = {(r["variant"], r["seed"]): r["after"] for r in rows}
-    seeds = sorted({r["seed"] for r in rows})
-    mqa = [after[("MQA", s)] - after[("control (MHA)", s)] for s in seeds]
-    gqa = [after[("GQA-2", s)] - after[("control (MHA)", s)] for s in seeds]
-    expected = Expected("bits/char MQA loses against the control after the uptraining",
-                        round(min(mqa) - 0.1, 2), round(max(mqa) + 0.1, 2),
-                        "a short uptraining wins back most, not all, of what one shared head lost.",
-                        below="Did you uptrain the MQA model for more steps, or at a higher learning rate, than "
-                              "uptrain() does?",
-                        above="Did you score MQA before uptraining it, or uptrain a copy other than the one you "
-                              "scored?")
-    return expected, statistics.mean(gqa)
+    shipped = load_gqa_uptraining()
+    curves = {(c["variant"], c["seed"]): c for c in shipped["curves"]}
+    seeds = sorted({c["seed"] for c in shipped["curves"]})
+    gaps = []
+    for seed in seeds:
+        mqa, ctl = curves[("MQA", seed)], curves[("control (MHA)", seed)]
+        xs = mqa["steps"]
+        ys = [m - c for m, c in zip(mqa["bits_per_char"], ctl["bits_per_char"], strict=True)]
+        i = max(j for j in range(len(xs)) if xs[j] <= steps)
+        if xs[i] == steps or i == len(xs) - 1:
+            gaps.append(ys[i])
+        else:  # linear between the two lengths measured around it
+            t = (steps - xs[i]) / (xs[i + 1] - xs[i])
+            gaps.append(ys[i] + t * (ys[i + 1] - ys[i]))
+    after = {(r["variant"], r["seed"]): r["after"] for r in shipped["rows"]}
+    gqa = statistics.mean(after[("GQA-2", s)] - after[("control (MHA)", s)] for s in sorted(
+        {r["seed"] for r in shipped["rows"]}))
+    expected = Expected(f"bits/char MQA trails the control after {steps} steps",
+                        round(min(gaps) - 0.1, 2), round(max(gaps) + 0.1, 2),
+                        "uptraining wins back part of what one shared key/value head lost.",
+                        below="Did you uptrain MQA for more steps than the control, or score the control before "
+                              "its uptraining?",
+                        above="Did you score MQA before its uptraining, or uptrain the control for more steps?")
+    return expected, gqa
 
 
-@checker("11.4", "multi-query attention from a trained multi-head model")
+@checker("11.4", "how much uptraining multi-query attention needs")
 def check_mqa_uptraining(prediction_fn: Callable[[], str], experiment: Callable[..., Any], charlm: Any = None,
-                         data: tuple[Any, Tensor, Tensor] | None = None) -> str:
-    """Check the prediction, then ``experiment(charlm, train_ids, val_ids, seed) -> (lost_before, lost_after)``.
+                         data: tuple[Any, Tensor, Tensor] | None = None, seed: int | None = None) -> str:
+    """Check the prediction, then ``experiment(charlm, uptrain, score) -> {steps: lost}``.
 
-    The checker asks for seed ``CHECK_SEED`` and runs the same uptraining itself: the learner's numbers
-    must be what their experiment gives, within 0.01 bits/char.
+    The checker hands in its own ``uptrain`` and ``score`` (:class:`UptrainingLab`) with a seed the learner
+    does not see (a fresh one each call unless ``seed`` is given) and records every call: each number
+    returned must be MQA's score minus the control's after the same uptraining, in the learner's own run.
     """
-    from ..runs.modern import charlm_data, load_mha_charlm
+    import os
+
+    from ..runs.modern import UPTRAIN_RECIPE, charlm_data, load_mha_charlm
 
     prediction = read_prediction(prediction_fn, MQA_PREDICTIONS)
     charlm = load_mha_charlm() if charlm is None else charlm
     _, train_ids, val_ids = charlm_data() if data is None else data
-    got = call_student(experiment, charlm, train_ids, val_ids, CHECK_SEED, what="your mqa_experiment")
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"mqa_experiment should return (lost_before, lost_after), got {describe(got)}")
-    before, after = as_number(got[0], "lost_before"), as_number(got[1], "lost_after")
-    ref = _uptraining_reference(charlm, train_ids, val_ids, CHECK_SEED)
-    want_before, want_after = ref["mqa_before"] - ref["base"], ref["mqa_after"] - ref["control_after"]
-    near = lambda x, y: abs(x - y) < 0.01  # noqa: E731
-    if not near(before, want_before):
-        if near(after, want_before) and near(before, want_after):
-            raise CheckFailed("lost_before and lost_after are swapped: return (lost_before, lost_after).")
-        if near(before, ref["mqa_before"]):
-            raise CheckFailed("lost_before is MQA's bits per character, not what it loses: subtract the "
-                              "multi-head model's score.")
-        raise CheckFailed(f"lost_before is not what converting the model passed in loses (the checker measured it "
-                          f"again with seed {CHECK_SEED}). Convert the charlm argument with convert_to_gqa(charlm, 1) "
-                          "and return numbers your function measured, not numbers typed in.")
-    if not near(after, want_after):
-        if near(after, ref["mqa_after"] - ref["base"]):
-            raise CheckFailed("lost_after compares with the shipped model: compare with the control, the "
-                              "multi-head model uptrained the same way (same steps, learning rate and seed).")
-        if near(after, ref["mqa_after"]):
-            raise CheckFailed("lost_after is MQA's bits per character, not what it loses against the control.")
-        if near(after, want_before):
-            raise CheckFailed("lost_after equals lost_before: did you score the model before uptraining it?")
-        raise CheckFailed(f"lost_after is not what your experiment gives with seed {CHECK_SEED}: the checker ran "
-                          "the same uptraining and got another number. Use the seed argument for uptrain(), uptrain "
-                          "both models with uptrain(), and return numbers measured, not typed in.")
-    expected, gqa_after = mqa_ranges()
-    judge_range(after, expected, what="lost_after")
-    outcome = "larger" if after > gqa_after + 0.05 else "smaller" if after < gqa_after - 0.05 else "same"
-    return (f"MQA loses {before:.2f} bits/char right after pooling and {after:.2f} after the uptraining, against "
-            f"the control (accepted range {expected.low:g} to {expected.high:g}; GQA-2 in the shipped runs: "
-            f"{gqa_after:.2f}). " + compare_prediction(prediction, outcome, {
-                "smaller": "One key/value head per layer has half the room of two heads, and 30 steps do not "
-                           "refill it.",
-                "same": "The shared head is a worse average than two group averages, and it shows after "
-                        "uptraining too.",
-                "larger": "The 30 steps recover more of MQA's larger initial loss than expected.",
-            }))
+    seed = int.from_bytes(os.urandom(3), "little") if seed is None else seed
+    limit = max_sweep_steps()
+    lab = UptrainingLab(charlm, train_ids, val_ids, seed, limit)
+    try:
+        got = call_student(experiment, charlm, lab.uptrain, lab.score, what="your mqa_sweep")
+    except _LabStop as stop:
+        raise CheckFailed(str(stop)) from None
+    if not isinstance(got, dict):
+        raise CheckFailed(f"mqa_sweep should return a dict {{steps: lost}}, got {describe(got)}")
+    sweep = {}
+    for key, value in got.items():
+        if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key <= limit:
+            raise CheckFailed(f"the keys of your dict are uptraining lengths, whole numbers from 0 to {limit}, "
+                              f"got {key!r}")
+        sweep[key] = as_number(value, f"the value at {key} steps")
+    if 0 not in sweep or len(sweep) < 3:
+        raise CheckFailed(f"measure at least three lengths, 0 among them (MQA right after pooling, against the "
+                          f"unconverted model), got {sorted(sweep)}")
+    for steps in sorted(sweep):
+        hint = lab.explain(steps, sweep[steps])
+        if hint:
+            raise CheckFailed(hint)
+    longest = max(sweep)
+    expected, gqa = mqa_reference(longest)
+    judge_range(sweep[longest], expected, what=f"your value at {longest} steps")
+    outcome = "closer" if sweep[longest] < gqa - 0.05 else "further" if sweep[longest] > gqa + 0.05 else "same"
+    why = ("One shared key/value head is a coarser average than two group averages, and a short uptraining does "
+           "not give back all that the averaging removed." if outcome == "further" else
+           "Given more steps, the uptraining won back enough of MQA's larger first loss to reach GQA-2's level.")
+    curve = ", ".join(f"{shown(sweep[s])} at {s}" for s in sorted(sweep))
+    recipe_steps = UPTRAIN_RECIPE["steps"]
+    return (f"MQA behind its control, bits/char: {curve} steps (the shipped runs give {expected.low:g} to "
+            f"{expected.high:g} at {longest}; GQA-2 after {recipe_steps} steps: {gqa:.2f}). "
+            + compare_prediction(prediction, outcome, {p: why for p in MQA_PREDICTIONS}))
 
 
 # ----------------------------------------------------------------- 11.5 (implement) linear attention
@@ -449,7 +685,16 @@ def check_linear_attention(fn: Callable[..., Any]) -> str:
                 _linear_variant(q / math.sqrt(shape[-1]), k, v, causal),
             "phi goes on the keys too: phi(q) . phi(k), not phi(q) . k.":
                 _linear_variant(q, k, v, causal, phi_k=lambda x: x),
+            "No 1/sqrt(d_k) scale at all, on the queries or on the keys: apply phi to them as they are.":
+                _linear_variant(q / math.sqrt(shape[-1]), k / math.sqrt(shape[-1]), v, causal),
         }
+        if causal:
+            fq, fk = _phi(q), _phi(k)
+            states = torch.cumsum(fk[..., :, None] * v[..., None, :], dim=-2)  # summed over d_k, not over T
+            z = torch.cumsum(fk, dim=-1)
+            mistakes["Your running sums run along the feature axis: torch.cumsum over T, the positions (dim -3 of "
+                     "phi(k_j) v_j^T of shape (..., T, d_k, d_v), dim -2 of phi(k) of shape (..., T, d_k))."] = (
+                (fq[..., None, :] @ states).squeeze(-2) / (fq * z).sum(-1, keepdim=True))
         if shape[-2] == 1 and causal:
             mistakes = {h: w for h, w in mistakes.items() if "own key" in h}
         got = call_student(fn, q, k, v, causal, what="your my_linear_attention")

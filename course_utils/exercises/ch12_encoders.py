@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from .. import mlm as _mlm
 from .. import scaling as _scaling
@@ -17,7 +18,7 @@ from ..mlm import IGNORE
 from ..runs.vit import load_vit
 from ..scaling import compute_optimal
 from ..vit import count_params, load_digits_split, multiply_adds, patchify, unpatchify, zero_positions
-from .core import CheckFailed, as_number, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, _one_line, as_number, call_student, checker, expect_close, expect_tensor
 from .experiment import compare_prediction, read_prediction
 
 
@@ -119,6 +120,14 @@ def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
         if replaced.numel() and int(replaced.unique().numel()) < max(2, vocab_size // 2):
             raise CheckFailed("The random replacements use only a few ids: draw each one uniformly from "
                               "[0, vocab_size).")
+        if vocab_size == 65:  # about 1,200 replacements: each of the 65 ids turns up about 18 times
+            missing = sorted(set(range(vocab_size)) - set(replaced.unique().tolist()))
+            if missing:
+                raise CheckFailed(f"No random replacement is id {missing[0]}"
+                                  + (f" (nor {len(missing) - 1} other ids)" if len(missing) > 1 else "")
+                                  + f" in about {replaced.numel():,} replacements: every id of [0, vocab_size) "
+                                  "is a character and must be possible. torch.randint(0, vocab_size, ...) "
+                                  "includes 0 and excludes vocab_size.")
     return "Of the chosen positions about 80 % show [MASK], 10 % a random character and 10 % their own."
 
 
@@ -133,6 +142,11 @@ def check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
         B, C, H, W = shape
         got = call_student(fn, x.clone(), p, what="your patchify")
         want = patchify(x, p)
+        overlapping = (B, (H - p + 1) * (W - p + 1), C * p * p)
+        if overlapping[1] != (H // p) * (W // p) and isinstance(got, Tensor) and tuple(got.shape) == overlapping:
+            raise CheckFailed(f"patchify(images of shape {shape}, patch={p}) has shape {overlapping}: "
+                              f"{overlapping[1]} overlapping patches, one at every pixel offset. Patches do not "
+                              "overlap: step by the patch size (F.unfold(images, patch, stride=patch)).")
         grid = x.reshape(B, C, H // p, p, W // p, p)  # (B, C, rows, p, cols, p)
         mistakes = {
             "Did you reshape without a permute? A plain reshape cuts the image into strips of pixels, not "
@@ -243,6 +257,69 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+def _call_experiment(fn: Callable[..., Any], model: nn.Module, images: Tensor, labels: Tensor, patch: int) -> Any:
+    """The learner's position_experiment; changing the model's positions in place gets its own hint."""
+    try:
+        return call_student(fn, model, images, labels, patch, what="your position_experiment")
+    except CheckFailed as failure:
+        if "in place" in str(failure) and "pos of the" in str(failure):
+            raise CheckFailed("your position_experiment zeroed the position vectors of the model it was given, in "
+                              "place: zero them on a copy (zeroed = copy.deepcopy(model), then zeroed.pos.zero_() "
+                              "under torch.no_grad()), so that the plain and shuffled runs keep theirs.") from None
+        raise
+
+
+@torch.no_grad()
+def _train_mode_range(model: nn.Module, images: Tensor, labels: Tensor, zero: bool) -> tuple[float, float]:
+    """The lowest and highest accuracy of ``model`` in train mode (dropout on) over 8 seeds."""
+    m = zero_positions(model) if zero else model
+    values = []
+    with torch.random.fork_rng():
+        for seed in range(8):
+            torch.manual_seed(seed)
+            values.append(float((m.train()(images).argmax(-1) == labels).float().mean()))
+    m.eval()
+    return min(values), max(values)
+
+
+def _whole_images(got: dict[str, Any], n: int) -> None:
+    """Fail when an accuracy on n images is not a multiple of 1/n: a number typed in, not measured."""
+    for key, values in (("plain", [got["plain"]]), ("zeroed", [got["zeroed"]]), ("shuffled", got["shuffled"])):
+        for value in values:
+            if abs(value * n - round(value * n)) > 1e-3:
+                raise CheckFailed(f"Your {key!r} accuracy {value:.4g} is no whole number of the {n} images (a "
+                                  f"multiple of 1/{n}): measure the model on the images it is given, do not type "
+                                  "numbers in.")
+
+
+def _diagnose(bad: list[str], got: dict[str, Any], want: dict[str, Any], model: nn.Module, images: Tensor,
+              labels: Tensor, patch: int) -> None:
+    """Name the likely mistake behind a measurement that differs from the checker's; always raises."""
+    n = len(labels)
+    tol = 1.0 / n
+    if "zeroed" in bad and abs(got["zeroed"] - position_reference(
+            model, images, labels, patch, keep_cls=True)["zeroed"]) <= tol:
+        raise CheckFailed("'zeroed' keeps the class token's position vector: zero every row of model.pos "
+                          "(the class token's too), on a copy of the model.")
+    for key in ("plain", "zeroed"):
+        low, high = _train_mode_range(model, images, labels, zero=key == "zeroed")
+        if key in bad and low - tol <= got[key] <= high + tol:
+            raise CheckFailed(f"Your {key!r} accuracy lies in the range the model gives in train mode (dropout on, "
+                              f"another result at every call): call model.eval() (and eval() on the zeroed copy) "
+                              "before measuring.")
+    if bad == ["plain"] or (abs(got["plain"] - want["plain"]) > 0.02 and "plain" in bad):
+        raise CheckFailed(f"'plain' should be the shipped ViT's accuracy on the {n} test images it "
+                          "was given, unshuffled and in eval mode (model.eval(): dropout off).")
+    if bad == ["shuffled"]:
+        raise CheckFailed("'plain' and 'zeroed' agree with the checker's measurement, 'shuffled' does not: it "
+                          "should hold the accuracy under each of the non-identity orders of "
+                          "itertools.permutations(range(number of patches)), each once (not random "
+                          "permutations), made with your shuffle_patches and the given patch size.")
+    raise CheckFailed(f"Your {' and '.join(repr(b) for b in bad)} differ from the same measurement made "
+                      "by the checker on the model and images your function was given: use the arguments "
+                      "(model, images, labels, patch), not the notebook's globals.")
+
+
 @checker("12.3", "the ViT and its positions")
 def check_position_experiment(prediction: Any, shuffle_fn: Callable[..., Tensor],
                               experiment_fn: Callable[..., Any]) -> str:
@@ -275,28 +352,18 @@ def check_position_experiment(prediction: Any, shuffle_fn: Callable[..., Tensor]
     _, _, images, labels = load_digits_split(info["recipe"]["test_size"], info["recipe"]["split_seed"])
     n_perms = len(non_identity_permutations((8 // patch) ** 2))
     want = position_reference(model, images, labels, patch)
-    got = _read_result(call_student(experiment_fn, model, images, labels, patch, what="your position_experiment"),
-                       n_perms)
+    got = _read_result(_call_experiment(experiment_fn, model, images, labels, patch), n_perms)
+    _whole_images(got, len(labels))
     if bad := _agrees(got, want, len(labels)):
-        if "zeroed" in bad and abs(got["zeroed"] - position_reference(
-                model, images, labels, patch, keep_cls=True)["zeroed"]) <= 1.0 / len(labels):
-            raise CheckFailed("'zeroed' keeps the class token's position vector: zero every row of model.pos "
-                              "(the class token's too), on a copy of the model.")
-        if bad == ["plain"] or (abs(got["plain"] - want["plain"]) > 0.02 and "plain" in bad):
-            raise CheckFailed(f"'plain' should be the shipped ViT's accuracy on the {len(labels)} test images it "
-                              "was given, unshuffled and in eval mode (model.eval(): dropout off).")
-        raise CheckFailed(f"Your {' and '.join(repr(b) for b in bad)} differ from the same measurement made "
-                          "by the checker on the model and images your function was given. Did you use the "
-                          "arguments (not globals), model.eval(), every non-identity permutation, and your "
-                          "shuffle_patches with the given patch size?")
+        _diagnose(bad, got, want, model, images, labels, patch)
     # the same function on another model and fewer images: a measurement follows its inputs
     other = zero_positions(model)
     with torch.no_grad():
         other.pos.copy_(model.pos[:, torch.tensor([0, 2, 1, 4, 3])] if model.pos.shape[1] == 5 else model.pos.flip(1))
     few = slice(0, 300)
     want2 = position_reference(other, images[few], labels[few], patch)
-    got2 = _read_result(call_student(experiment_fn, other, images[few], labels[few], patch,
-                                     what="your position_experiment"), n_perms)
+    got2 = _read_result(_call_experiment(experiment_fn, other, images[few], labels[few], patch), n_perms)
+    _whole_images(got2, 300)
     if got2 == got or _agrees(got2, want2, 300):
         raise CheckFailed("On another model and 300 of the images your position_experiment does not return "
                           "what that model scores: measure the model and images it is given, do not return "
@@ -323,13 +390,75 @@ def check_position_experiment(prediction: Any, shuffle_fn: Callable[..., Tensor]
             + compare_prediction(key, outcome, EXPLAIN))
 
 
-# ---------------------------------------------------------------- 12.4 a baseline at equal size (design)
+# ---------------------------------------------------------------- 12.4 a baseline at equal size (design + experiment)
 TRANSFORMER_PARTS = ("Attention", "Transformer", "EncoderBlock", "DecoderBlock")
+_PRODUCTS = {"matmul", "__matmul__", "__rmatmul__", "bmm", "baddbmm", "einsum", "mm", "tensordot"}
+_ATTENTION = {"scaled_dot_product_attention", "multi_head_attention_forward"}
+
+
+class _AttentionSpy(TorchFunctionMode):
+    """Sees a matrix product of two tensors computed from the input (q k^T, weights v): attention's mark.
+
+    A layer multiplies an activation by a weight; attention multiplies two activations. The input
+    is the only tensor that requires a gradient while the spy runs (the weights are frozen), so an
+    operand "comes from the input" when it requires a gradient.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = ""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        name = getattr(func, "__name__", "")
+        if name in _ATTENTION:
+            self.found = self.found or name
+        elif name in _PRODUCTS:
+            flat = [a for a in args if isinstance(a, Tensor)]
+            flat += [t for a in args if isinstance(a, (list, tuple)) for t in a if isinstance(t, Tensor)]
+            if sum(t.requires_grad for t in flat) >= 2:
+                self.found = self.found or f"{name} on two tensors computed from the input"
+        return func(*args, **(kwargs or {}))
+
+
+def _attention_inside(model: nn.Module, images: Tensor) -> str:
+    """What in ``model``'s forward pass multiplies two activations ('' if nothing does)."""
+    frozen = [(p, p.requires_grad) for p in model.parameters()]
+    spy = _AttentionSpy()
+    try:
+        for p, _ in frozen:
+            p.requires_grad_(False)
+        with torch.enable_grad(), spy:
+            model.eval()(images.clone().requires_grad_(True))
+    except Exception:  # the learner's module may fail in any way: the shape check below reports it
+        return ""
+    finally:
+        for p, flag in frozen:
+            p.requires_grad_(flag)
+    return spy.found
+
+
+def _short_training(build: Callable[[Any], nn.Module], data: tuple[Tensor, ...]) -> float:
+    """Test accuracy of ``build(recipe)`` after the chapter's 6-epoch run of the ViT's recipe (seeded)."""
+    from ..runs.core import run
+    from ..runs.vit import VIT_RECIPE
+    from ..vit import accuracy, classification_loss, epoch_batches, steps_per_epoch
+
+    x_train, y_train, x_test, y_test = data
+    steps = 6 * steps_per_epoch(len(y_train), VIT_RECIPE["batch_size"])
+    result = run(VIT_RECIPE, build, lambda r, g: epoch_batches(x_train, y_train, r["batch_size"], g, r["shift"]),
+                 progress=False, steps=steps, loss_fn=classification_loss)
+    return accuracy(result.model, x_test, y_test)
 
 
 @checker("12.4", "a baseline with the ViT's parameter count")
-def check_baseline_design(fn: Callable[[int], nn.Module]) -> str:
-    """Check ``fn(target)`` returns a non-Transformer module mapping (B, 8, 8) digits to (B, 10), target +- 5 %."""
+def check_baseline_design(fn: Callable[[int], nn.Module], against: dict[str, float] | None = None) -> str:
+    """Check ``fn(target)`` returns a non-Transformer module mapping (B, 8, 8) digits to (B, 10), target +- 5 %.
+
+    Then train it at the ViT's size for the chapter's 6 epochs and report its test accuracy, beside
+    ``against`` ({"name": test accuracy} of models trained the same way, e.g. the live ViT and MLP).
+    """
+    for library in (_vit.matched_mlp, _vit.mlp_baseline):
+        _refuse_library(fn, library, "choose the layers and compute their width from `target` yourself.")
     images = torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(0))
     counts, models = {}, {}
     for target in (69_194, 20_000, 150_000):
@@ -338,10 +467,13 @@ def check_baseline_design(fn: Callable[[int], nn.Module]) -> str:
             raise CheckFailed(f"make_baseline should return an nn.Module, got {type(model).__name__}")
         parts = sorted({type(m).__name__ for m in model.modules()
                         if any(t.lower() in type(m).__name__.lower() for t in TRANSFORMER_PARTS)})
-        if parts:
-            raise CheckFailed(f"Your model contains {', '.join(parts)}: a Transformer is not a baseline for a "
+        found = _attention_inside(model, images)
+        if parts or found:
+            what = ", ".join(parts) if parts else f"attention (its forward pass calls {found})"
+            raise CheckFailed(f"Your model contains {what}: a Transformer is not a baseline for a "
                               "Transformer. Build a non-Transformer model: an MLP (nn.Linear layers) or a small "
-                              "CNN (nn.Conv2d).")
+                              "CNN (nn.Conv2d), whose layers multiply the input by weights, never two "
+                              "activations by each other.")
         try:
             with torch.no_grad():
                 out = model.eval()(images)
@@ -358,17 +490,40 @@ def check_baseline_design(fn: Callable[[int], nn.Module]) -> str:
             raise CheckFailed(f"For a target of {target:,} parameters the model has {n:,}, more than 5 % away. "
                               "Each nn.Linear(a, b) holds a b + b parameters (weights and biases); "
                               "count them with sum(p.numel() for p in model.parameters()).")
-    vit, _ = load_vit()
+    vit, info = load_vit()
     mine, theirs = multiply_adds(models[69_194]), multiply_adds(vit)
+    data = load_digits_split(info["recipe"]["test_size"], info["recipe"]["split_seed"])
+    try:
+        acc = _short_training(lambda r: call_student(fn, 69_194, what="your make_baseline"), data)
+    except CheckFailed:
+        raise
+    except Exception as error:  # the learner's module may fail in training in any way
+        raise CheckFailed(f"training your model failed: {type(error).__name__}: {_one_line(error)}. It must "
+                          "have parameters and give logits (B, 10) for a batch (B, 8, 8).") from None
+    beside = ""
+    if against is not None:
+        if not isinstance(against, dict) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and 0 <= v <= 1 for k, v in against.items()):
+            raise CheckFailed(f"against must map names to test accuracies between 0 and 1, got {against!r:.80}")
+        beside = "; " + ", ".join(f"the live {k} {_pct(v)}" for k, v in against.items())
+    ratio = (f"{theirs / max(mine, 1):.1f} times as many" if theirs >= mine else
+             f"your model {mine / theirs:.1f} times as many")
     return (f"At the ViT's size your model has {counts[69_194]:,} parameters and does {mine:,} multiply-adds per "
-            f"image; the ViT does {theirs:,}, {theirs / max(mine, 1):.1f} times as many. Equal parameters is one "
-            "fair axis, equal compute is another: the chapter's table gives both.")
+            f"image; the ViT does {theirs:,}, {ratio}. Trained for 6 epochs with the ViT's recipe, as in the live "
+            f"run above, it scores {_pct(acc)} of the {len(data[3])} test images{beside} (one seed"
+            f"{' each' if beside else ''}; one image is {100 / len(data[3]):.2f} points).")
 
 
 # ---------------------------------------------------------------- 12.5 compute-optimal split (derive)
+GOPHER_BUDGET, GOPHER_N, CHINCHILLA_N = 5.76e23, 280e9, 70e9  # Hoffmann et al. 2022, Table 1 and section 4
+
+
 @checker("12.5", "the compute-optimal split")
-def check_compute_optimal(fn: Callable[[float, float], Any]) -> str:
-    """Check ``fn(compute, tokens_per_param)`` returns (N, D) with 6 N D = compute and D = tokens_per_param N."""
+def check_compute_optimal(fn: Callable[[float, float], Any], compare: Callable[[], Any] | None = None) -> str | None:
+    """Check ``fn(compute, tokens_per_param)`` returns (N, D) with 6 N D = compute and D = tokens_per_param N.
+
+    ``compare()`` returns (N / Gopher's N, N / Chinchilla's N) for N the optimum at Gopher's budget.
+    """
     _refuse_library(fn, _scaling.compute_optimal, "derive N and D from C = 6 N D and D = r N yourself.")
     for compute, ratio in ((5.76e23, 20.0), (1e21, 20.0), (3.14e23, 1.7), (1e18, 100.0)):
         got = call_student(fn, compute, ratio, what="your optimal_split")
@@ -389,7 +544,161 @@ def check_compute_optimal(fn: Callable[[float, float], Any]) -> str:
             if not math.isclose(value, want, rel_tol=1e-3):
                 raise CheckFailed(f"For C = {compute:.3g} and {ratio:g} tokens per parameter, {what} should be "
                                   f"about {want:.3g}, got {value:.3g}: solve C = 6 N D with D = ratio * N.")
-    n, d = (as_number(v, "N and D") for v in call_student(fn, 5.76e23, 20.0, what="your optimal_split"))
-    return (f"Gopher's budget (5.76e23 operations) at 20 tokens per parameter buys N = {n:.3g} parameters "
-            f"trained on D = {d:.3g} tokens (by your function): about Chinchilla's 70 billion on 1.4 trillion, "
-            "a quarter of Gopher's 280 billion.")
+    if compare is None:
+        return None
+    result = call_student(compare, what="your compare_gopher")
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise CheckFailed(f"compare_gopher should return a pair (N / Gopher's N, N / Chinchilla's N), got "
+                          f"{type(result).__name__}")
+    to_gopher, to_chinchilla = (as_number(v, "each ratio of compare_gopher") for v in result)
+    n_opt, _ = compute_optimal(GOPHER_BUDGET, 20.0)
+    want = (n_opt / GOPHER_N, n_opt / CHINCHILLA_N)
+    if math.isclose(to_gopher, 1 / want[0], rel_tol=1e-3) or math.isclose(to_chinchilla, 1 / want[1], rel_tol=1e-3):
+        raise CheckFailed("A ratio is upside down: divide the compute-optimal N by the published model's N "
+                          "(below 1 means the published model is larger than the optimum).")
+    n_6nd, _ = compute_optimal(6 * GOPHER_N * 300e9, 20.0)
+    if math.isclose(to_gopher, n_6nd / GOPHER_N, rel_tol=1e-3):
+        raise CheckFailed("You used 6 N D of Gopher's N and D (5.04e23) as its budget: the exercise gives "
+                          "Hoffmann et al.'s figure, 5.76e23 operations.")
+    for what, got, value in (("N / Gopher's N", to_gopher, want[0]), ("N / Chinchilla's N", to_chinchilla, want[1])):
+        if not math.isclose(got, value, rel_tol=1e-3):
+            raise CheckFailed(f"{what} should be what your optimal_split gives for 5.76e23 operations at 20 tokens "
+                              f"per parameter, divided by {GOPHER_N:.3g} or {CHINCHILLA_N:.3g}, got {got:.3g}: "
+                              "compute it with your function rather than typing a rounded number.")
+    return (f"By your function Gopher's budget buys {to_gopher:.2f} of Gopher's parameters and "
+            f"{to_chinchilla:.2f} of Chinchilla's.")
+
+
+# ---------------------------------------------------------------- 12.6 the law's prediction, tested (experiment)
+MAX_COMPUTE = 2e11  # 6 N D of one run: about 3 CPU seconds (the sweep's 25k-parameter model for 250 steps is 0.8e11)
+
+
+def _surface() -> Any:
+    """The plane fitted through the shipped sweep (every size and length, as in the chapter)."""
+    from ..runs.scaling import load_scaling
+
+    record = load_scaling()
+    runs = record["sizes"] + record["lengths"]
+    return _scaling.fit_loss_surface([r["params"] for r in runs], [r["tokens"] for r in runs],
+                                     [r["val_bits_per_char"] for r in runs]), runs, record["recipe"]
+
+
+def _read_size(size: Any, steps: Any) -> tuple[dict[str, int], int]:
+    """The learner's new run: a size dict {"d_model", "n_layers", "n_heads"} and a number of steps."""
+    keys = {"d_model", "n_layers", "n_heads"}
+    if not isinstance(size, dict) or set(size) != keys:
+        raise CheckFailed(f"the new size should be a dict with the keys 'd_model', 'n_heads' and 'n_layers' (like "
+                          f"the sweep's sizes), got {size!r:.80}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in size.values()):
+        raise CheckFailed(f"d_model, n_layers and n_heads should be positive whole numbers, got {size!r:.80}")
+    if size["d_model"] % size["n_heads"]:
+        raise CheckFailed(f"d_model ({size['d_model']}) should be a multiple of n_heads ({size['n_heads']}).")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise CheckFailed(f"the number of steps should be a positive whole number, got {steps!r:.40}")
+    return dict(size), steps
+
+
+def _new_run(size: dict[str, int], steps: int, recipe: dict[str, Any]) -> tuple[int, int, int]:
+    """(N non-embedding, N with the embedding tables, D tokens) of a run of the sweep's recipe."""
+    from ..gpt import DecoderOnly, DecoderOnlyConfig
+    from ..runs.scaling import size_recipe
+
+    model = DecoderOnly(DecoderOnlyConfig(vocab_size=65, **size_recipe(size, recipe)["model"]))
+    return (_scaling.non_embedding_params(model), count_params(model),
+            steps * recipe["batch_size"] * recipe["block_size"])
+
+
+def _read_prediction(got: Any, what: str) -> tuple[float, float, float]:
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        raise CheckFailed(f"{what} should return three numbers (predicted, low, high), got {type(got).__name__}")
+    pred, low, high = (as_number(v, f"each number {what} returns") for v in got)
+    if not low <= pred <= high:
+        raise CheckFailed(f"{what} returned {pred:.3g}, {low:.3g}, {high:.3g}: return (predicted, low, high), the "
+                          "prediction between the two ends of its interval.")
+    return pred, low, high
+
+
+@checker("12.6", "the scaling law's prediction, tested")
+def check_scaling_prediction(predict_fn: Callable[..., Any], measure_fn: Callable[..., Any], size: Any,
+                             steps: Any) -> str:
+    """Check ``predict_fn(size, steps)`` against the fitted surface, run ``measure_fn(size, steps, seed)`` twice
+    (seeds 0 and 1) and say whether each measurement lands inside the predicted 95 % interval."""
+    from .experiment import measure, require_own_run
+
+    size, steps = _read_size(size, steps)
+    surface, runs, recipe = _surface()
+    # the prediction: three sizes and lengths (the learner's and two others), each against the surface
+    for s, k in ((size, steps), ({"d_model": 16, "n_layers": 2, "n_heads": 2}, 400),
+                 ({"d_model": 128, "n_layers": 4, "n_heads": 8}, 5000)):
+        n, n_all, d = _new_run(s, k, recipe)
+        what = f"your predict_loss({s}, {k})"
+        pred, low, high = _read_prediction(call_student(predict_fn, dict(s), k, what="your predict_loss"), what)
+        want = (surface.predict(n, d), *surface.interval(n, d))
+        d_sweep = recipe["size_steps"] * recipe["batch_size"] * recipe["block_size"]
+        if all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip((pred, low, high), want, strict=True)):
+            continue
+        mistakes = {
+            "N counts the embedding and output tables: the sweep's N (and the fit's) is the non-embedding count "
+            "(non_embedding_params)": (surface.predict(n_all, d), *surface.interval(n_all, d)),
+            "D counts steps x batch: every step trains on batch_size x block_size tokens, D = steps x 32 x 64":
+                (surface.predict(n, d // recipe["block_size"]), *surface.interval(n, d // recipe["block_size"])),
+            "D is the number of steps: the fit's D counts tokens, steps x batch_size x block_size":
+                (surface.predict(n, k), *surface.interval(n, k)),
+            "your prediction ignores the number of steps: it is the surface at the sweep's 1,000 steps for "
+            "every length; D = steps x batch_size x block_size":
+                (surface.predict(n, d_sweep), *surface.interval(n, d_sweep)),
+            "the prediction is in nats: the runs' loss is in bits per character":
+                tuple(v * math.log(2) for v in want),
+        }
+        for hint, wrong in mistakes.items():
+            if all(math.isclose(a, b, rel_tol=1e-3) for a, b in zip((pred, low, high), wrong, strict=True)):
+                raise CheckFailed(f"{what}: {hint}.")
+        if math.isclose(pred, want[0], rel_tol=1e-4):
+            raise CheckFailed(f"{what}: the prediction is right, the interval ({low:.3g}-{high:.3g}) is not "
+                              f"({want[1]:.3g}-{want[2]:.3g}): use the surface's 95 % interval, "
+                              "surface.interval(N, D).")
+        raise CheckFailed(f"{what} predicts {pred:.3g} bits/char, the surface fitted through the sweep's "
+                          f"{surface.n_points} runs gives {want[0]:.3g} at N = {n:,} non-embedding parameters and "
+                          f"D = {d:,} tokens: fit L(N, D) through every run (sizes and lengths) and evaluate it "
+                          "there.")
+    n, _, d = _new_run(size, steps, recipe)
+    if any(r["params"] == n and r["tokens"] == d for r in runs):
+        raise CheckFailed(f"N = {n:,} and D = {d:,} is a run of the sweep: the fit has seen it. Choose another size "
+                          "or number of steps.")
+    compute = _scaling.training_flops(n, d)
+    if compute > MAX_COMPUTE:
+        raise CheckFailed(f"This run costs C = 6 N D = {compute:.2g} operations, more than the {MAX_COMPUTE:.0e} "
+                          "this exercise allows (a few CPU seconds for each of two seeds): choose a smaller size "
+                          "or fewer steps.")
+    pred, low, high = surface.predict(n, d), *surface.interval(n, d)
+    label = f"measure_loss({size}, {steps}, seed=0)"
+    first = measure(measure_fn, "measure_loss", dict(size), steps, 0, label=label)
+    if math.isclose(first, pred, rel_tol=1e-9):
+        raise CheckFailed(f"{label} returned the prediction itself: train the model (run_size) and return what "
+                          "it measures.")
+    second = require_own_run(measure_fn, "measure_loss", (dict(size), steps, 0), first, seed_at=2, other_seed=1,
+                             what=label)
+    if math.isclose(first, pred * math.log(2), rel_tol=0.15) and not math.isclose(first, pred, rel_tol=0.15):
+        raise CheckFailed(f"{label} is {first:.3g}, about ln 2 times the prediction: the loss is in nats, the "
+                          "sweep's in bits per character (model_bits_per_char, or the run's 'val_bits_per_char').")
+    for value in (first, second):
+        if not 0.7 * pred <= value <= 1.4 * pred:
+            raise CheckFailed(f"{label} gives {value:.3g} bits/char, far from the prediction ({pred:.3g}): return "
+                              "the validation bits per character of the trained run (its 'val_bits_per_char'), "
+                              "not a training loss or an accuracy.")
+    where = ["inside" if low <= v <= high else ("below" if v < low else "above") for v in (first, second)]
+    beyond = [axis for axis, value, top in (("N", n, max(r["params"] for r in runs)),
+                                            ("D", d, max(r["tokens"] for r in runs)))
+              if value > top]
+    below = [axis for axis, value, bottom in (("N", n, min(r["params"] for r in runs)),
+                                              ("D", d, min(r["tokens"] for r in runs)))
+             if value < bottom]
+    place = ("an extrapolation beyond the runs in " + " and ".join(beyond) if beyond else
+             "an extrapolation below the runs in " + " and ".join(below) if below else
+             "an interpolation: inside the runs' range of N and of D")
+    verdict = ("both inside the interval" if where == ["inside", "inside"] else
+               f"seed 0 {where[0]}, seed 1 {where[1]} the interval")
+    return (f"Your run: N = {n:,} non-embedding parameters, D = {d:,} tokens, C = {compute:.2g} ({place}). "
+            f"Predicted {pred:.3f} bits/char, 95 % interval {low:.3f}-{high:.3f}; measured {first:.3f} (seed 0) "
+            f"and {second:.3f} (seed 1): {verdict}. The interval covers the scatter of runs about the fitted "
+            "plane, not the error of assuming a plane.")

@@ -169,6 +169,11 @@ GQA_UPTRAINING_RECIPE: dict[str, Any] = {
     "uptrain": UPTRAIN_RECIPE,
     "kv_heads": {"control (MHA)": 4, "GQA-2": 2, "MQA": 1},
     "seeds": [0, 1, 2, 3, 4, 5],  # seeds of the uptraining batches
+    # MQA and the control scored after each of these uptraining lengths (chunks between them, uptrain_more):
+    # the reference curve of Exercise 11.4, which lets the learner choose the lengths up to twice the recipe's
+    "curve_steps": [0, UPTRAIN_RECIPE["steps"] // 3, 2 * UPTRAIN_RECIPE["steps"] // 3, UPTRAIN_RECIPE["steps"],
+                    3 * UPTRAIN_RECIPE["steps"] // 2, 2 * UPTRAIN_RECIPE["steps"]],
+    "curve_seeds": [0, 1, 2],
     "threads": 1,
     "charlm": CHARLM_RECIPE,  # the shipped model it starts from: a new checkpoint makes the result stale
 }
@@ -178,6 +183,44 @@ def uptrain(model: nn.Module, train_ids: Tensor, seed: int = 0, recipe: dict[str
     """Go on training a (converted) character LM with ``UPTRAIN_RECIPE``; returns the CPU seconds. Chapter 11."""
     r = UPTRAIN_RECIPE if recipe is None else recipe
     return train_lm(model.train(), train_ids, r["steps"], r["lr"], r["batch_size"], r["block_size"], seed=seed)
+
+
+def uptrain_more(model: nn.Module, train_ids: Tensor, steps: int, seed: int = 0, steps_done: int = 0) -> float:
+    """Go on uptraining for ``steps`` more steps after ``steps_done``; returns the CPU seconds. Chapter 11.
+
+    The batches are seeded by ``seed`` and ``steps_done``, so two models uptrained in the same chunks
+    see the same batches. Each chunk starts a fresh AdamW (at ``UPTRAIN_RECIPE``'s constant rate).
+    """
+    steps = check_positive_int("steps", steps)
+    seed, steps_done = check_int("seed", seed, low=0), check_int("steps_done", steps_done, low=0)
+    return uptrain(model, train_ids, seed * 1_000_003 + steps_done, {**UPTRAIN_RECIPE, "steps": steps})
+
+
+def uptraining_curve(n_kv_heads: int, steps: list[int], seed: int = 0, charlm: DecoderOnly | None = None,
+                     data: tuple[CharVocab, Tensor, Tensor] | None = None) -> list[float]:
+    """Bits/char of the converted (or, with n_kv_heads = n_heads, copied) LM after each uptraining length. Chapter 11.
+
+    ``steps`` is increasing from 0; the model is uptrained in chunks between them with ``uptrain_more``.
+    """
+    check_positive_int("n_kv_heads", n_kv_heads)
+    if not isinstance(steps, (list, tuple)) or not steps or any(
+            not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in steps) or list(steps) != sorted(
+            set(steps)):
+        raise ValueError(f"steps must be a non-empty increasing list of ints >= 0, got {steps!r}")
+    check_int("seed", seed, low=0)
+    charlm = load_mha_charlm() if charlm is None else charlm
+    if not isinstance(charlm, DecoderOnly):
+        raise TypeError(f"charlm must be a DecoderOnly character LM, got {type(charlm).__name__}")
+    n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=charlm.config.n_heads)
+    _, train_ids, val_ids = data or charlm_data()
+    model = copy.deepcopy(charlm) if n_kv == charlm.config.n_heads else convert_to_gqa(charlm, n_kv)
+    out, done = [], 0
+    for s in steps:
+        if s > done:
+            uptrain_more(model, train_ids, s - done, seed, done)
+            done = s
+        out.append(round(score(model, val_ids), 4))
+    return out
 
 
 def score(model: nn.Module, val_ids: Tensor, recipe: dict[str, Any] | None = None) -> float:

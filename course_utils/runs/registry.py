@@ -43,6 +43,8 @@ from .modern import (
 from .reversal import DECODER_ONLY_CHECKPOINT, DECODER_ONLY_RECIPE, FAST_RECIPE, REVERSAL_CHECKPOINT
 from .rope_stretch import ROPE_STRETCH_FILE, rope_stretch_recipe
 from .scaling import SCALING_FILE, SCALING_RECIPE
+from .translation import TRANSLATION_CHECKPOINT, TRANSLATION_RECIPE, TRANSLATION_RESULTS
+from .translation import benchmark_recipe as translation_benchmark_recipe
 from .vit import VIT_FILE, VIT_RECIPE
 
 BENCHMARK_FILE = "ch08_reversal_benchmark.json"
@@ -70,6 +72,8 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     SCALING_FILE: lambda: SCALING_RECIPE,
     VIT_FILE: lambda: VIT_RECIPE,
     MLM_FILE: lambda: MLM_RECIPE,
+    TRANSLATION_CHECKPOINT: lambda: TRANSLATION_RECIPE,
+    TRANSLATION_RESULTS: translation_benchmark_recipe,
     FFN_ACTIVATIONS_FILE: lambda: FFN_ACTIVATIONS_RECIPE,
     ROPE_STRETCH_FILE: rope_stretch_recipe,
 }
@@ -113,7 +117,8 @@ MADE_BY: dict[str, tuple[str, str]] = {
                               "grows, causal and not, with the tiles computed; the gradient-checkpointing step",
                               "python benchmarks/attention_at_scale.py --only flash --write"),
     GQA_UPTRAINING_FILE: ("Chapter 11's uptraining of Chapter 8's character LM mean-pooled to GQA and MQA, against "
-                          "the unchanged control, six seeds, validation bits/char",
+                          "the unchanged control, six seeds, validation bits/char; MQA's and the control's curves over uptraining "
+                          "lengths (Exercise 11.4's reference)",
                           "python benchmarks/attention_at_scale.py --only gqa --write"),
     MODERN_BLOCK_FILE: ("Chapter 11's modern-block table: the 2017 block, each modern change alone and all "
                         "together on the character LM, validation bits/char and CPU ms per step",
@@ -126,6 +131,14 @@ MADE_BY: dict[str, tuple[str, str]] = {
                "python benchmarks/vit_digits.py --threads 1 --write"),
     MLM_FILE: ("Chapter 12's masked-language model, with its loss per step and its CPU seconds",
                "python scripts/train_checkpoint.py --run mlm --threads 1"),
+    TRANSLATION_CHECKPOINT: ("Chapter 13's English-to-German model (recipe `TRANSLATION_RECIPE`: shared BPE "
+                             "vocabulary, tied embeddings, label smoothing 0.1, warm-up schedule, the average of the "
+                             "last 5 checkpoints), with its BPE merges, training curve, CPU seconds and scores",
+                             "python benchmarks/translation.py --jobs 8 --write"),
+    TRANSLATION_RESULTS: ("Chapter 13's Tables 2 and 3 in miniature: every variant's scores (BLEU, chrF with "
+                          "paired-bootstrap intervals, exact match with Wilson intervals) in and beyond the training "
+                          "range, perplexities, failures, and the recipe (`benchmark_recipe()`)",
+                          "python benchmarks/translation.py --jobs 8 --write"),
 }
 
 README_HEAD = """# Assets shipped with course_utils

@@ -1,0 +1,547 @@
+"""Checkers for the exercises of Chapter 13 (translation: BPE, the length penalty, checkpoint averaging,
+an experiment with the length penalty and a transfer to French)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
+from ..translation import beyond_numbers, number_name, translate
+from .core import CheckFailed, as_number, call_student, checker, describe
+from .experiment import compare_prediction, read_prediction
+
+Pair = tuple[str, str]
+
+
+# ---------------------------------------------------------------- 13.1 learning BPE merges
+def _join_by_replace(symbols: tuple[str, ...], pair: Pair) -> tuple[str, ...]:
+    """A plain ``str.replace`` on the space-separated symbols: also joins inside longer symbols (a mistake)."""
+    return tuple(" ".join(symbols).replace(pair[0] + " " + pair[1], pair[0] + pair[1]).split(" "))
+
+
+def _merges_variant(counts: dict[str, int], n_merges: int, weighted: bool = True, tie: str = "rank",
+                    once_per_word: bool = False, min_count: int = 2, recount: bool = True,
+                    replace: bool = False) -> list[Pair]:
+    """A slow reference with switches that reproduce typical mistakes (recounts every step)."""
+    words = {tuple(w): c for w, c in counts.items()}
+    rank = {s: i for i, s in enumerate(SPECIAL_TOKENS)}
+    for ch in sorted({ch for w in counts for ch in w}):
+        rank[ch] = len(rank)
+    merges: list[Pair] = []
+    static: Counter[Pair] | None = None
+    while len(merges) < n_merges:
+        pairs: Counter[Pair] = Counter()  # insertion order: the order a learner's loop meets the pairs
+        for symbols, c in words.items():
+            seq = list(zip(symbols, symbols[1:], strict=False))
+            for p in (dict.fromkeys(seq) if once_per_word else seq):
+                pairs[p] += c if weighted else 1
+        if not recount:  # counted once, before the first merge
+            static = pairs if static is None else static
+            pairs = Counter({p: n for p, n in static.items() if p not in merges})
+        if not pairs:
+            break
+        if tie == "rank":
+            pair, count = max(pairs.items(), key=lambda kv: (kv[1], -rank.get(kv[0][0], len(rank)),
+                                                             -rank.get(kv[0][1], len(rank))))
+        elif tie == "latest":
+            pair, count = max(pairs.items(), key=lambda kv: (kv[1], rank.get(kv[0][0], -1),
+                                                             rank.get(kv[0][1], -1)))
+        elif tie == "alphabetical":
+            pair = min(pairs, key=lambda p: (-pairs[p], p))
+            count = pairs[pair]
+        else:  # the first pair met: max() keeps the first of equal keys
+            pair = max(pairs, key=lambda p: pairs[p])
+            count = pairs[pair]
+        if count < min_count:
+            break
+        merges.append(pair)
+        rank.setdefault(pair[0] + pair[1], len(rank))
+        words = {(_join_by_replace(s, pair) if replace else merge_word(s, pair)): c for s, c in words.items()}
+    return merges
+
+
+def _number_counts(numbers: list[int]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for n in numbers:
+        for lang in ("en", "de"):
+            counts.update(WORD_START + w for w in number_name(n, lang).split(" "))
+    return dict(counts)
+
+
+def _merge_cases() -> list[tuple[dict[str, int], int]]:
+    rng = random.Random(13)
+    return [
+        ({"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3}, 10),  # Sennrich et al.'s example
+        ({"▁ab": 1, "▁ba": 1, "▁abab": 2}, 6),  # ties everywhere
+        ({"▁aaaa": 3, "▁ba": 1}, 5),  # a pair twice in one word
+        (_number_counts(rng.sample(range(10000), 60)), 40),
+        (_number_counts(rng.sample(range(100), 30)), 25),
+        ({"▁zwanzig": 1, "▁dreißig": 1}, 4),  # no pair occurs twice beyond the first merges
+        ({"▁x": 3}, 0),
+    ]
+
+
+def _as_pairs(got: Any) -> list[Pair]:
+    if not isinstance(got, (list, tuple)):
+        raise CheckFailed(f"learn_merges should return a list of pairs (left, right), got {describe(got)}")
+    out = []
+    for i, p in enumerate(got):
+        if isinstance(p, str):
+            raise CheckFailed(f"merges[{i}] is the string {p!r}: return the pair of symbols that were joined, "
+                              "such as ('u', 'nd'), not the joined string")
+        if not (isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(s, str) for s in p)):
+            raise CheckFailed(f"merges[{i}] should be a pair of strings (left, right), got {describe(p)}")
+        out.append((p[0], p[1]))
+    return out
+
+
+_TIE_RULE = ("Ties go to the pair whose left symbol came first in the vocabulary (special tokens, characters by "
+             "code point, then merged symbols in the order they were made), then its right symbol")
+MERGE_MISTAKES: dict[str, tuple[dict[str, Any], str]] = {
+    "unweighted": ({"weighted": False}, "You count each distinct word once: a word that occurs c times "
+                   "contributes c to each of its pairs."),
+    "once_per_word": ({"once_per_word": True}, "You count a pair once per word even where it occurs twice "
+                      "('aaaa' holds ('a', 'a') three times): count every adjacent position."),
+    "count_once": ({"recount": False}, "You count the pairs once, before the first merge: recount them after "
+                   "every merge, because a merge creates new pairs (('e', 's') then ('es', 't'))."),
+    "replace": ({"replace": True}, "You join a pair with a plain str.replace on the space-separated symbols, "
+                "which also matches inside longer symbols ('a b' inside 'aa b'): join whole symbols only."),
+    "alphabetical": ({"tie": "alphabetical"}, _TIE_RULE + ", not the alphabetically first pair."),
+    "first_seen": ({"tie": "first"}, _TIE_RULE + ", not the first pair your loop met (max() and "
+                   "most_common() keep the first of equal counts)."),
+    "latest": ({"tie": "latest"}, _TIE_RULE + ": you take the one that came last (check the sign in your key)."),
+    "no_stop": ({"min_count": 1}, "Stop when the most frequent pair occurs fewer than 2 times: a merge seen "
+                "once compresses nothing."),
+    "stop_at_two": ({"min_count": 3}, "You stop when the best pair occurs 2 times; stop only below 2 (a pair "
+                    "seen twice is still merged)."),
+}
+
+
+def _named_mistake(got: list[Any], cases: list[Any], variants: dict[str, tuple[Callable[..., Any], str]]) -> str | None:
+    """The hint of the first variant that reproduces the learner's output on every case, if any."""
+    for fn, hint in variants.values():
+        if all(g == fn(*case) for g, case in zip(got, cases, strict=True)):
+            return hint
+    return None
+
+
+@checker("13.1", "learning BPE merges")
+def check_learn_merges(fn: Callable[[dict[str, int], int], list[Pair]]) -> str:
+    """Check ``fn(counts, n_merges)`` against :func:`course_utils.bpe.merges_from_counts`."""
+    cases = _merge_cases()
+    got_all = []
+    for counts, n in cases:
+        given = dict(counts)
+        got = _as_pairs(call_student(fn, given, n, what="your learn_merges"))
+        if given != counts:
+            raise CheckFailed("Your learn_merges changed the counts it was given in place (popped or rewrote "
+                              "words): copy them into your own dict of symbol tuples first.")
+        got_all.append(got)
+    wants = [merges_from_counts(counts, n) for counts, n in cases]
+    if got_all == wants:
+        return "Your merges equal the tokenizers-compatible reference on every test corpus."
+    variants = {key: ((lambda c, n, kw=kw: _merges_variant(c, n, **kw)), hint)
+                for key, (kw, hint) in MERGE_MISTAKES.items()}
+    hint = _named_mistake(got_all, cases, variants)
+    if hint:
+        raise CheckFailed(hint)
+    k = next(k for k in range(len(cases)) if got_all[k] != wants[k])
+    (counts, n), got, want = cases[k], got_all[k], wants[k]
+    if len(got) != len(want) and got[: len(want)] == want[: len(got)]:
+        raise CheckFailed(f"With n_merges={n} on {len(counts)} words you return {len(got)} merges, expected "
+                          f"{len(want)}. Learn exactly n_merges, or fewer only when no pair occurs twice.")
+    i = next(i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b)
+    raise CheckFailed(f"On {len(counts)} words, merge {i + 1} is {got[i]}, expected {want[i]}: after the first {i} "
+                      "merges that pair is the most frequent (weighted by word count), or wins the tie by the "
+                      "vocabulary order. Print your pair counts at that step.")
+
+
+# ---------------------------------------------------------------- 13.2 encoding with merges
+def _encode_one_pass(word: str, merges: list[Pair]) -> list[str]:
+    symbols: tuple[str, ...] = tuple(word)
+    for pair in merges:  # each merge once, first occurrence only
+        for i in range(len(symbols) - 1):
+            if symbols[i : i + 2] == pair:
+                symbols = symbols[:i] + (pair[0] + pair[1],) + symbols[i + 2 :]
+                break
+    return list(symbols)
+
+
+def _encode_longest(word: str, merges: list[Pair]) -> list[str]:
+    vocab = set(word) | {a + b for a, b in merges}
+    out, i = [], 0
+    while i < len(word):
+        j = max(k for k in range(i + 1, len(word) + 1) if word[i:k] in vocab or k == i + 1)
+        out.append(word[i:j])
+        i = j
+    return out
+
+
+def _encode_replay(word: str, merges: list[Pair]) -> list[str]:
+    symbols: tuple[str, ...] = tuple(word)
+    for pair in merges:
+        symbols = merge_word(symbols, pair)
+    return list(symbols)
+
+
+def _encode_reverse(word: str, merges: list[Pair]) -> list[str]:
+    return encode_word(word, list(reversed(merges)))
+
+
+def _encode_reverse_replay(word: str, merges: list[Pair]) -> list[str]:
+    return _encode_replay(word, list(reversed(merges)))
+
+
+def _encode_leftmost_any(word: str, merges: list[Pair]) -> list[str]:
+    known = set(merges)
+    symbols = list(word)
+    while True:
+        i = next((i for i in range(len(symbols) - 1) if (symbols[i], symbols[i + 1]) in known), None)
+        if i is None:
+            return symbols
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
+
+
+def _encode_rightmost(word: str, merges: list[Pair]) -> list[str]:
+    rank = {p: r for r, p in reversed(list(enumerate(merges)))}
+    symbols = list(word)
+    while True:
+        found = [(rank[p], -i) for i, p in enumerate(zip(symbols, symbols[1:], strict=False)) if p in rank]
+        if not found:
+            return symbols
+        i = -min(found)[1]
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
+
+
+def _encode_cases() -> list[tuple[str, list[Pair]]]:
+    rng = random.Random(7)
+    numbers = rng.sample(range(10000), 400)
+    merges = merges_from_counts(_number_counts(numbers), 120)
+    words = [WORD_START + w for n in rng.sample(range(10000), 40) for lang in ("en", "de")
+             for w in number_name(n, lang).split(" ")]
+    toy = merges_from_counts({"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3}, 10)
+    cases = [(w, merges) for w in words] + [(w, toy) for w in ("▁lowest", "▁newer", "▁wider", "▁l", "▁")]
+    cases += [("▁aaaaa", [("a", "a"), ("aa", "a")]), ("▁abc", [("b", "c"), ("a", "b")])]
+    return cases
+
+
+ENCODE_MISTAKES: dict[str, tuple[Callable[[str, list[Pair]], list[str]], str]] = {
+    "characters": (lambda w, m: list(w), "Your words come back as single characters: apply the merges."),
+    "one_pass": (_encode_one_pass, "You apply each merge only at its first occurrence; join every occurrence "
+                 "(left to right) of a pair before moving on."),
+    "reverse": (_encode_reverse, "You apply the merges in reverse order; the first merge learned goes first."),
+    "reverse_replay": (_encode_reverse_replay, "You replay the merges in reverse order; the first merge learned "
+                       "goes first."),
+    "leftmost_any": (_encode_leftmost_any, "You join the leftmost pair that is any merge; BPE joins the pair that "
+                     "was learned earliest first, wherever it is in the word."),
+    "rightmost": (_encode_rightmost, "You join the earliest-learned pair at its rightmost occurrence; start from "
+                  "the left ('aaa' with the merge ('a', 'a') is 'aa' + 'a')."),
+    "longest": (_encode_longest, "You take the longest known token from the left (WordPiece-style); BPE replays "
+                "the merges in the order they were learned, which can split differently."),
+}
+
+
+@checker("13.2", "encoding a word with the merges")
+def check_encode_word(fn: Callable[[str, list[Pair]], list[str]]) -> str:
+    """Check ``fn(word, merges)`` returns the BPE symbols of ``word`` (merges applied in the order learned)."""
+    cases = _encode_cases()
+    got_all = []
+    for word, merges in cases:
+        given = list(merges)
+        got = call_student(fn, word, given, what="your encode_word")
+        if given != merges:
+            raise CheckFailed("Your encode_word changed the list of merges it was given in place (pop() or "
+                              "del?): the same merges encode every word, so read them without consuming them.")
+        if isinstance(got, str) or not isinstance(got, (list, tuple)) or not all(isinstance(s, str) for s in got):
+            raise CheckFailed(f"encode_word should return a list of strings (the symbols), got {describe(got)}")
+        got = list(got)
+        if "".join(got) != word:
+            if "".join(got) == word.lstrip(WORD_START) and word != WORD_START:
+                raise CheckFailed(f"The symbols {got} drop the word marker of {word!r}: '▁' is a character of "
+                                  "the word like any other, and merges join it ('▁t', '▁thirty').")
+            raise CheckFailed(f"The symbols {got} do not spell the word {word!r} again: every character must end "
+                              "up in exactly one symbol, in order.")
+        got_all.append(got)
+    wants = [encode_word(w, m) for w, m in cases]
+    if got_all == wants:
+        return "Every word splits as the merges dictate, and the symbols spell the word again."
+    hint = _named_mistake(got_all, cases, ENCODE_MISTAKES)
+    if hint:
+        raise CheckFailed(hint)
+    k = next(k for k in range(len(cases)) if got_all[k] != wants[k])
+    raise CheckFailed(f"{cases[k][0]!r} with these merges should split into {wants[k]}, got {got_all[k]}: join "
+                      "the earliest-learned pair present, at its leftmost occurrence, until no learned pair is left.")
+
+
+# ---------------------------------------------------------------- 13.3 the length penalty (derive)
+def _lp(length: float, alpha: float) -> float:
+    return ((5 + length) / 6) ** alpha
+
+
+def break_even_alpha(logp_short: float, len_short: int, logp_long: float, len_long: int) -> float:
+    """The alpha at which the GNMT-penalised scores of the two hypotheses are equal (reference)."""
+    return math.log(logp_short / logp_long) / math.log((5 + len_short) / (5 + len_long))
+
+
+@checker("13.3", "the alpha where a longer hypothesis starts to win")
+def check_break_even_alpha(fn: Callable[[float, int, float, int], float]) -> str:
+    """Check ``fn(logp_short, len_short, logp_long, len_long)`` returns the break-even alpha."""
+    rng = random.Random(3)
+    cases = [(-1.2, 4, -1.5, 8), (-0.3, 3, -0.9, 12)]
+    for _ in range(6):
+        ls, ll = rng.randint(2, 8), rng.randint(9, 30)
+        s = -rng.uniform(0.1, 3.0)
+        cases.append((s, ls, s * rng.uniform(1.05, 2.5), ll))
+    for s, ls, l_, ll in cases:
+        want = break_even_alpha(s, ls, l_, ll)
+        try:
+            raw = call_student(fn, s, ls, l_, ll, what="your break_even_alpha")
+        except CheckFailed as failure:
+            if "math domain error" in str(failure):
+                raise CheckFailed("Your code takes the logarithm of a negative number: log-probabilities are "
+                                  "negative, so take the log of their ratio, log(s / l), which is positive.") from None
+            raise
+        got = as_number(raw, "the alpha")
+        if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
+            continue
+        if math.isclose(got, 0.6, rel_tol=1e-9):
+            raise CheckFailed("You return 0.6, the paper's alpha: compute the break-even alpha from the four "
+                              "arguments (it changes with them).")
+        if math.isclose(got, -want, rel_tol=1e-6):
+            raise CheckFailed("Your alpha has the wrong sign: the log-probabilities are negative, so dividing "
+                              "by a larger penalty raises a score; check which ratio goes on top.")
+        power = math.log(s / l_) / math.log(ls / ll)
+        if math.isclose(got, power, rel_tol=1e-6) or math.isclose(got, -power, rel_tol=1e-6):
+            raise CheckFailed("This is the alpha for the penalty length ** alpha; the paper's penalty is "
+                              "((5 + length) / 6) ** alpha (Wu et al., 2016): keep the 5.")
+        if want and math.isclose(got, 1 / want, rel_tol=1e-6):
+            raise CheckFailed("You return 1 / alpha: from s / l = ((5 + a) / (5 + b)) ** alpha, alpha is "
+                              "log(s / l) divided by log((5 + a) / (5 + b)), not the other way round.")
+        if math.isclose(abs(got), abs((s - l_) / math.log((5 + ls) / (5 + ll))), rel_tol=1e-6):
+            raise CheckFailed("You use the difference of the log-probabilities, s - l: the penalty divides a "
+                              "log-probability, so compare the scores by their ratio, log(s / l).")
+        raise CheckFailed(f"For log-probabilities {s:.3f} (length {ls}) and {l_:.3f} (length {ll}) the scores "
+                          f"s / lp(len) are equal at alpha = {want:.4f}, got {got:.4f}. Set the two penalised "
+                          "scores equal and solve for alpha with a logarithm.")
+    return (f"With alpha = 0.6, a hypothesis of 8 tokens beats one of 4 tokens when its log-probability is less "
+            f"than {_lp(8, 0.6) / _lp(4, 0.6):.2f} times as negative.")
+
+
+# ---------------------------------------------------------------- 13.4 checkpoint averaging
+def _states(seed: int, k: int, shapes: dict[str, tuple[int, ...]]) -> list[dict[str, Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    return [{name: torch.randn(shape, generator=g) for name, shape in shapes.items()} for _ in range(k)]
+
+
+@checker("13.4", "averaging checkpoints")
+def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, Tensor]]) -> str:
+    """Check ``fn(states)`` returns the element-wise mean of a list of state dicts, inputs untouched."""
+    shapes = {"embed.weight": (7, 4), "layer.bias": (4,), "norm.gamma": (4,)}
+    for seed, k in ((0, 5), (1, 2), (2, 1), (3, 3)):
+        states = _states(seed, k, shapes)
+        copies = [{n: t.clone() for n, t in s.items()} for s in states]
+        got = call_student(fn, states, what="your average_checkpoints")
+        for s, c in zip(states, copies, strict=True):
+            if any(not torch.equal(s[n], c[n]) for n in s):
+                raise CheckFailed("Your function changed the checkpoints it was given in place (a += or "
+                                  ".add_ on the tensors of states[0]?): build new tensors for the average.")
+        if not isinstance(got, dict):
+            raise CheckFailed(f"average_checkpoints should return a state dict (a dict of tensors), "
+                              f"got {describe(got)}")
+        if set(got) != set(shapes):
+            raise CheckFailed(f"The average should have the same keys as the checkpoints {sorted(shapes)}, "
+                              f"got {sorted(got)}")
+        want = {n: torch.stack([s[n] for s in states]).mean(0) for n in shapes}
+        for n in shapes:
+            t = got[n]
+            stacked = torch.stack([s[n] for s in states])
+            if isinstance(t, Tensor) and t.numel() == 1 and torch.allclose(t.float(), stacked.mean(), atol=1e-6):
+                raise CheckFailed(f"{n!r} is one number, the mean of all its elements: average over the "
+                                  "checkpoints only (stack them on a new dim 0 and take mean(dim=0)).")
+            if (isinstance(t, Tensor) and len(shapes[n]) > 1 and tuple(t.shape) == shapes[n][1:]
+                    and torch.allclose(t, torch.cat([s[n] for s in states]).mean(0), atol=1e-6)):
+                raise CheckFailed(f"{n!r} has lost its first dimension: torch.cat joins the checkpoints along "
+                                  "an existing dim; torch.stack puts them on a new dim 0 to average over.")
+            if not isinstance(t, Tensor) or tuple(t.shape) != shapes[n]:
+                raise CheckFailed(f"{n!r} should be a tensor of shape {shapes[n]}, got {describe(t)}")
+            if torch.allclose(t, want[n], atol=1e-6):
+                continue
+            if torch.allclose(t, want[n] * k, atol=1e-5):
+                raise CheckFailed("You return the sum of the checkpoints: divide by their number.")
+            if torch.allclose(t, states[-1][n]):
+                raise CheckFailed("You return the last checkpoint: average all of them.")
+            if k > 1 and torch.allclose(t, (states[0][n] + states[-1][n]) / 2, atol=1e-6):
+                raise CheckFailed("You average only the first and the last checkpoint: every one counts.")
+            if k > 2 and torch.allclose(t, torch.stack([s[n] for s in states[-2:]]).mean(0), atol=1e-6):
+                raise CheckFailed("You average only the last two checkpoints: every one in the list counts.")
+            if len(shapes) != k and torch.allclose(t, want[n] * k / len(shapes), atol=1e-5):
+                raise CheckFailed(f"You divide by the number of tensors in one checkpoint ({len(shapes)}), not "
+                                  f"by the number of checkpoints ({k}): use len(states).")
+            running = states[0][n]
+            for s in states[1:]:
+                running = (running + s[n]) / 2
+            if k > 2 and torch.allclose(t, running, atol=1e-6):
+                raise CheckFailed("You halve a running average at every checkpoint ((avg + s) / 2), which weights "
+                                  "the last checkpoints most: sum all of them and divide once by their number.")
+            raise CheckFailed(f"{n!r} is not the element-wise mean of the {k} checkpoints: add the tensors of "
+                              "every checkpoint and divide by how many there are.")
+        if any(got[n] is s[n] for s in states for n in shapes):
+            raise CheckFailed("Your average hands back a tensor of one of the inputs: return new tensors.")
+    return "Your average equals the element-wise mean and leaves the checkpoints unchanged."
+
+
+# ---------------------------------------------------------------- 13.5 experiment: alpha and output length
+ALPHA_OPTIONS = {"longer": "outputs get longer", "shorter": "outputs get shorter", "same": "lengths do not change"}
+ALPHA_EXPLANATIONS = {
+    "shorter": "Dividing a negative log-probability by a penalty that grows with length raises long hypotheses' "
+               "scores, never short ones'.",
+    "same": "Most outputs do not change, but where the beam ends with finished hypotheses of different lengths, "
+            "a larger alpha lifts the longer one.",
+}
+
+
+def _shipped_beyond() -> tuple[Any, BPETokenizer, list[int]]:
+    """The shipped model, its tokenizer and the recipe's numbers beyond the training range."""
+    from ..runs.translation import TRANSLATION_RECIPE, load_translation
+
+    model, tokenizer, _ = load_translation()
+    d = TRANSLATION_RECIPE["data"]
+    low, high, n = d["beyond"]
+    return model, tokenizer, beyond_numbers(low, high, n, d["split_seed"])
+
+
+@checker("13.5", "the length penalty beyond the training range")
+def check_alpha_experiment(prediction: Any, measure: Callable[..., float]) -> str:
+    """Prediction first; then ``measure(model, tokenizer, sources, alpha)`` must equal the reference on the
+    checker's own numbers beyond the training range (the shipped model) at two alphas, so a hard-coded
+    number fails; the direction is reported against the prediction."""
+    key = read_prediction(prediction, ALPHA_OPTIONS)
+    model, tokenizer, numbers = _shipped_beyond()
+    rng = random.Random(len(numbers))
+    picks = rng.sample(list(numbers), min(24, len(numbers)))
+    sources = [number_name(n, "en") for n in picks]
+    values: dict[float, float] = {}
+    for alpha in (0.0, 2.0):
+        got = as_number(call_student(measure, model, tokenizer, list(sources), alpha, what="your measure"),
+                        f"measure(..., alpha={alpha})")
+        outs = translate(model, tokenizer, sources, beam_size=4, alpha=alpha)
+        want = sum(len(o) for o in outs) / len(outs)
+        if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
+            _explain_length(got, alpha, model, tokenizer, sources, outs)
+            raise CheckFailed(f"On the checker's {len(sources)} numbers your measure gives {got:.3f} characters at "
+                              f"alpha {alpha}, the reference {want:.3f}: return the mean length in characters "
+                              "of the beam-4 translations of the sources you are given (not a number you typed).")
+        values[alpha] = got
+    diff = values[2.0] - values[0.0]
+    outcome = "longer" if diff > 0 else ("shorter" if diff < 0 else "same")
+    return (f"Measured on {len(sources)} numbers beyond the training range: mean output "
+            f"{'grows' if diff > 0 else 'shrinks' if diff < 0 else 'stays'} from alpha 0 to alpha 2. "
+            + compare_prediction(key, outcome, ALPHA_EXPLANATIONS))
+
+
+def _explain_length(got: float, alpha: float, model: Any, tokenizer: BPETokenizer, sources: list[str],
+                    outs: list[str]) -> None:
+    """Raise the hint of a typical mistake in the 13.5 measurement, if ``got`` is what it gives."""
+    n = len(sources)
+
+    def same(x: float) -> bool:
+        return math.isclose(got, x, rel_tol=1e-9, abs_tol=1e-9)
+
+    if same(sum(len(o) for o in outs)):
+        raise CheckFailed("You return the total number of characters: divide by the number of translations.")
+    if same(sum(len(tokenizer.encode(o)) for o in outs) / n):
+        raise CheckFailed("You count tokens; the exercise asks for characters: len() of each output string.")
+    if same(sum(len(s) for s in sources) / n):
+        raise CheckFailed("You measure the English sources; measure the German translations the model writes.")
+    if alpha and same(sum(len(o) for o in translate(model, tokenizer, sources, beam_size=4)) / n):
+        raise CheckFailed("Your measure gives the same number at alpha 2 as at alpha 0: pass alpha on to "
+                          "translate(..., alpha=alpha) with beam_size=4.")
+    if same(sum(len(o) for o in translate(model, tokenizer, sources)) / n):
+        raise CheckFailed("You decode greedily (translate's default beam_size=1), which has no length penalty: "
+                          "pass beam_size=4 and alpha=alpha.")
+
+
+# ---------------------------------------------------------------- 13.6 transfer: French
+TRANSFER_OPTIONS = {"more": "more tokens per number than German", "fewer": "fewer tokens than German",
+                    "same": "about as many as German"}
+TRANSFER_EXPLANATIONS = {
+    "fewer": "French writes a number as several words ('mille deux cent trente-quatre'), and a merge never "
+             "crosses a space, so each word costs at least one token.",
+    "same": "French writes a number as several words, and a merge never crosses a space.",
+}
+
+
+def tokens_per_target(lang: str, numbers: list[int], n_merges: int) -> float:
+    """Reference: mean target tokens per number with a shared BPE learned on English + ``lang``."""
+    texts = [t for n in numbers for t in (number_name(n, "en"), number_name(n, lang))]
+    tok = BPETokenizer.train(texts, n_merges)
+    return sum(len(tok.encode(number_name(n, lang))) for n in numbers) / len(numbers)
+
+
+@checker("13.6", "transfer to French")
+def check_transfer(prediction: Any, measure: Callable[[str, list[int], int], float]) -> str:
+    """Prediction first; then ``measure(lang, numbers, n_merges)`` must match the reference for French and German
+    on the checker's own numbers, and once more with other numbers and another number of merges."""
+    key = read_prediction(prediction, TRANSFER_OPTIONS)
+    numbers = random.Random(61).sample(range(10000), 300)
+    values: dict[str, float] = {}
+    for lang, nums, n_merges in (("fr", numbers, 60), ("de", numbers, 60), ("fr", numbers[:120], 25)):
+        got = as_number(call_student(measure, lang, list(nums), n_merges, what="your measure"),
+                        f"measure({lang!r}, ...)")
+        want = tokens_per_target(lang, nums, n_merges)
+        if not math.isclose(got, want, rel_tol=1e-9):
+            _explain_tokens(got, lang, nums, n_merges, values)
+            raise CheckFailed(f"On the checker's {len(nums)} numbers with {n_merges} merges, measure({lang!r}, ...) "
+                              f"gives {got:.3f} tokens per name, the reference {want:.3f}: learn one BPE on the "
+                              f"English and the {lang!r} names together and count the tokens of the {lang!r} names.")
+        values.setdefault(lang, got)
+    ratio = values["fr"] / values["de"]
+    outcome = "more" if ratio > 1.1 else ("fewer" if ratio < 0.9 else "same")
+    return (f"French needs {ratio:.2f} times as many target tokens as German here. "
+            + compare_prediction(key, outcome, TRANSFER_EXPLANATIONS))
+
+
+def _explain_tokens(got: float, lang: str, numbers: list[int], n_merges: int, earlier: dict[str, float]) -> None:
+    """Raise the hint of a typical mistake in the 13.6 measurement, if ``got`` is what it gives."""
+    n = len(numbers)
+    names = [number_name(k, lang) for k in numbers]
+
+    def same(x: float) -> bool:
+        return math.isclose(got, x, rel_tol=1e-9)
+
+    if lang in earlier and same(earlier[lang]):
+        raise CheckFailed("Your measure gives the same number for other numbers and another n_merges: use the "
+                          "numbers and n_merges you are given.")
+    if n_merges != 60 and same(tokens_per_target(lang, numbers, 60)):
+        raise CheckFailed("You learn 60 merges whatever n_merges says: pass n_merges on to BPETokenizer.train.")
+    other = "de" if lang == "fr" else "fr"
+    if same(tokens_per_target(other, numbers, n_merges)):
+        raise CheckFailed(f"measure({lang!r}, ...) gives the other language's number: use the lang argument.")
+    want = tokens_per_target(lang, numbers, n_merges)
+    if same(want * n):
+        raise CheckFailed("You return the total number of tokens: divide by the number of names.")
+    if same(want + 2) or same(want + 1):
+        raise CheckFailed("You count <sos> or <eos> too: count only the tokens of the name itself.")
+    if same(sum(len(t) for t in names) / n):
+        raise CheckFailed("You count characters; count the tokens of the learned BPE vocabulary (tok.encode).")
+    if same(sum(len(t.split()) for t in names) / n):
+        raise CheckFailed("You count words; count the tokens of the learned BPE vocabulary (tok.encode).")
+    alone = BPETokenizer.train(names, n_merges)
+    if same(sum(len(alone.encode(t)) for t in names) / n):
+        raise CheckFailed(f"You learn the vocabulary on the {lang!r} names alone; the paper's vocabulary is shared: "
+                          "learn it on the English and the target names together.")
+    if same(_english_tokens(lang, numbers, n_merges)):
+        raise CheckFailed("You count the tokens of the English names; count those of the target names.")
+
+
+def _english_tokens(lang: str, numbers: list[int], n_merges: int) -> float:
+    texts = [t for k in numbers for t in (number_name(k, "en"), number_name(k, lang))]
+    tok = BPETokenizer.train(texts, n_merges)
+    return sum(len(tok.encode(number_name(k, "en"))) for k in numbers) / len(numbers)

@@ -1,0 +1,658 @@
+"""Tests for the Chapter 13 checkers: pass the notebook's solutions and other right answers, fail the
+mistakes a learner plausibly makes with a hint that names them, and say "not implemented yet" for stubs.
+
+The answers are module-level functions so that tests/checker_mistakes_ch13.py can list them as rows."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+from conftest import fails_with
+from conftest import stub as _stub
+
+from course_utils.bpe import BPETokenizer
+from course_utils.exercises.ch13_translation import (
+    check_alpha_experiment,
+    check_average_checkpoints,
+    check_break_even_alpha,
+    check_encode_word,
+    check_learn_merges,
+    check_transfer,
+)
+from course_utils.translation import number_name, translate
+
+SPECIALS = ["<pad>", "<sos>", "<eos>"]
+
+
+# ================================================================ 13.1 learning BPE merges
+def _join(symbols, best):
+    out, i = [], 0
+    while i < len(symbols):
+        if tuple(symbols[i : i + 2]) == best:
+            out.append(best[0] + best[1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
+def merges_ref(counts, n_merges):
+    """The notebook's solution: a vocabulary list ranks the symbols."""
+    words = {tuple(w): c for w, c in counts.items()}
+    vocab = SPECIALS + sorted({ch for w in counts for ch in w})
+    merges = []
+    for _ in range(n_merges):
+        pairs = {}
+        for symbols, c in words.items():
+            for pair in zip(symbols, symbols[1:], strict=False):
+                pairs[pair] = pairs.get(pair, 0) + c
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], -vocab.index(p[0]), -vocab.index(p[1])))
+        if pairs[best] < 2:
+            break
+        merges.append(best)
+        if best[0] + best[1] not in vocab:
+            vocab.append(best[0] + best[1])
+        words = {_join(s, best): c for s, c in words.items()}
+    return merges
+
+
+def merges_counter_rank(counts, n_merges):
+    """Another right answer: a Counter, a rank dict, sorted by (-count, rank) and the loop as while."""
+    rank = {s: i for i, s in enumerate(SPECIALS + sorted(set("".join(counts))))}
+    words = [(list(w), c) for w, c in counts.items()]
+    merges = []
+    while len(merges) < n_merges:
+        pairs = Counter()
+        for symbols, c in words:
+            for i in range(len(symbols) - 1):
+                pairs[symbols[i], symbols[i + 1]] += c
+        ranked = sorted(pairs.items(), key=lambda kv: (-kv[1], rank[kv[0][0]], rank[kv[0][1]]))
+        if not ranked or ranked[0][1] < 2:
+            break
+        best = ranked[0][0]
+        merges.append(best)
+        rank.setdefault(best[0] + best[1], len(rank))
+        words = [(list(_join(s, best)), c) for s, c in words]
+    return merges
+
+
+def merges_regex(counts, n_merges):
+    """A third right answer, Sennrich et al.'s style: words as space-separated strings, a guarded regex."""
+    import re
+
+    vocab = {" ".join(w): c for w, c in counts.items()}
+    order = SPECIALS + sorted(set("".join(counts)))
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for word, c in vocab.items():
+            s = word.split(" ")
+            for i in range(len(s) - 1):
+                pairs[s[i], s[i + 1]] += c
+        if not pairs:
+            break
+        top = max(pairs.values())
+        if top < 2:
+            break
+        best = min((p for p, n in pairs.items() if n == top), key=lambda p: (order.index(p[0]), order.index(p[1])))
+        merges.append(best)
+        if "".join(best) not in order:
+            order.append("".join(best))
+        pattern = re.compile(r"(?<!\S)" + re.escape(" ".join(best)) + r"(?!\S)")
+        vocab = {pattern.sub("".join(best), w): c for w, c in vocab.items()}
+    return merges
+
+
+def _variant(tie="rank", weighted=True, once=False, min_count=2, recount=True, replace=False, joined=False,
+             reverse_tie=False):
+    """A learner's learn_merges with one switch flipped (a realistic mistake each)."""
+
+    def learn(counts, n_merges):
+        words = {" ".join(w): c for w, c in counts.items()}
+        vocab = SPECIALS + sorted({ch for w in counts for ch in w})
+        merges = []
+        first = None
+        for _ in range(n_merges):
+            if recount or first is None:
+                pairs = Counter()
+                for word, c in words.items():
+                    s = word.split(" ")
+                    seq = list(zip(s, s[1:], strict=False))
+                    for p in (dict.fromkeys(seq) if once else seq):
+                        pairs[p] += c if weighted else 1
+                first = pairs
+            else:
+                pairs = first
+            pairs = {p: n for p, n in pairs.items() if p not in merges}
+            if not pairs:
+                break
+            if tie == "rank":
+                sign = 1 if reverse_tie else -1
+                def at(x, sign=sign):
+                    return vocab.index(x) if x in vocab else (len(vocab) if sign < 0 else -1)
+
+                best = max(pairs, key=lambda p: (pairs[p], sign * at(p[0]), sign * at(p[1])))
+            elif tie == "alphabetical":
+                best = min(pairs, key=lambda p: (-pairs[p], p))
+            else:  # the first pair met: max() keeps the first of equal keys
+                best = max(pairs, key=pairs.get)
+            if pairs[best] < min_count:
+                break
+            merges.append("".join(best) if joined else best)
+            if best[0] + best[1] not in vocab:
+                vocab.append(best[0] + best[1])
+            if replace:  # a plain string replace: also joins across symbol boundaries
+                words = {w.replace(" ".join(best), "".join(best)): c for w, c in words.items()}
+            else:
+                words = {" ".join(_join(w.split(" "), best)): c for w, c in words.items()}
+        return merges
+
+    return learn
+
+
+merges_unweighted = _variant(weighted=False)
+merges_once_per_word = _variant(once=True)
+merges_alphabetical = _variant(tie="alphabetical")
+merges_first_seen = _variant(tie="first")
+merges_latest_first = _variant(reverse_tie=True)
+merges_no_stop = _variant(min_count=1)
+merges_stop_at_two = _variant(min_count=3)
+merges_count_once = _variant(recount=False)
+merges_str_replace = _variant(replace=True)
+merges_joined_strings = _variant(joined=True)
+
+
+def merges_one_short(counts, n_merges):
+    return merges_ref(counts, n_merges - 1) if n_merges else []
+
+
+def merges_in_place(counts, n_merges):
+    """Rewrites the caller's counts as it merges (pop the old word, store the new spelling)."""
+    merges = []
+    vocab = SPECIALS + sorted({ch for w in counts for ch in w})
+    for w in list(counts):
+        counts[" ".join(w)] = counts.pop(w)
+    for _ in range(n_merges):
+        pairs = Counter()
+        for word, c in counts.items():
+            s = word.split(" ")
+            for p in zip(s, s[1:], strict=False):
+                pairs[p] += c
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], -vocab.index(p[0]), -vocab.index(p[1])))
+        if pairs[best] < 2:
+            break
+        merges.append(best)
+        if best[0] + best[1] not in vocab:
+            vocab.append(best[0] + best[1])
+        for w in list(counts):
+            counts[" ".join(_join(w.split(" "), best))] = counts.pop(w)
+    return merges
+
+
+# ================================================================ 13.2 encoding a word
+def encode_ref(word, merges):
+    """The notebook's solution: the earliest-learned pair present, leftmost occurrence, one join a step."""
+    rank = {tuple(p): i for i, p in enumerate(merges)}
+    symbols = list(word)
+    while len(symbols) > 1:
+        ranked = [(rank[p], i) for i, p in enumerate(zip(symbols, symbols[1:], strict=False)) if p in rank]
+        if not ranked:
+            break
+        _, i = min(ranked)
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
+    return symbols
+
+
+def encode_replay(word, merges):
+    """Another right answer: replay each merge over the whole word, in the order learned."""
+    symbols = list(word)
+    for a, b in merges:
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                out.append(a + b)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        symbols = out
+    return symbols
+
+
+def encode_tuple(word, merges):
+    """A third right answer: tuples, a rank dict and min() with a key, returned as a tuple."""
+    ranks = {p: r for r, p in reversed(list(enumerate(map(tuple, merges))))}
+    symbols = tuple(word)
+    while True:
+        pairs = [(symbols[i], symbols[i + 1]) for i in range(len(symbols) - 1)]
+        known = [p for p in pairs if p in ranks]
+        if not known:
+            return symbols
+        i = pairs.index(min(known, key=ranks.get))
+        symbols = symbols[:i] + (symbols[i] + symbols[i + 1],) + symbols[i + 2 :]
+
+
+def encode_chars(word, merges):
+    return list(word)
+
+
+def encode_reversed(word, merges):
+    return encode_replay(word, list(reversed(merges)))
+
+
+def encode_first_occurrence(word, merges):
+    symbols = list(word)
+    for a, b in merges:
+        for i in range(len(symbols) - 1):
+            if symbols[i] == a and symbols[i + 1] == b:
+                symbols[i : i + 2] = [a + b]
+                break
+    return symbols
+
+
+def encode_longest(word, merges):
+    vocab = set(word) | {a + b for a, b in merges}
+    out, i = [], 0
+    while i < len(word):
+        j = max(k for k in range(i + 1, len(word) + 1) if word[i:k] in vocab or k == i + 1)
+        out.append(word[i:j])
+        i = j
+    return out
+
+
+def encode_leftmost_any(word, merges):
+    """Joins the leftmost adjacent pair that is any merge, ignoring the order they were learned in."""
+    known = {tuple(p) for p in merges}
+    symbols = list(word)
+    while True:
+        for i in range(len(symbols) - 1):
+            if (symbols[i], symbols[i + 1]) in known:
+                symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
+                break
+        else:
+            return symbols
+
+
+def encode_rightmost(word, merges):
+    """Joins the earliest-learned pair at its rightmost occurrence."""
+    rank = {tuple(p): i for i, p in enumerate(merges)}
+    symbols = list(word)
+    while True:
+        ranked = [(rank[p], -i) for i, p in enumerate(zip(symbols, symbols[1:], strict=False)) if p in rank]
+        if not ranked:
+            return symbols
+        _, i = min(ranked)
+        symbols[-i : -i + 2] = [symbols[-i] + symbols[-i + 1]]
+
+
+def encode_no_marker(word, merges):
+    return encode_ref(word.lstrip("\u2581"), merges)
+
+
+def encode_pop(word, merges):
+    """Consumes the caller's list of merges while replaying them."""
+    symbols = list(word)
+    while merges:
+        a, b = merges.pop(0)
+        symbols = list(_join(symbols, (a, b)))
+    return symbols
+
+
+def encode_joined_string(word, merges):
+    return "".join(encode_ref(word, merges))
+
+
+# ================================================================ 13.3 the break-even alpha
+def alpha_ref(s, a, l, b):  # noqa: E741 - the exercise's names
+    return math.log(s / l) / math.log((5 + a) / (5 + b))
+
+
+def alpha_log10(s, a, l, b):  # noqa: E741
+    """Another right answer: base-10 logs, the 6 kept (it cancels)."""
+    return math.log10(l / s) / math.log10(((5 + b) / 6) / ((5 + a) / 6))
+
+
+def alpha_torch(s, a, l, b):  # noqa: E741
+    """A third right answer, as a 0-d tensor."""
+    s, l = torch.tensor(s, dtype=torch.float64), torch.tensor(l, dtype=torch.float64)  # noqa: E741
+    return torch.log(s / l) / math.log((5 + a) / (5 + b))
+
+
+def alpha_paper(s, a, l, b):  # noqa: E741
+    return 0.6
+
+
+def alpha_sign(s, a, l, b):  # noqa: E741
+    return math.log(l / s) / math.log((5 + a) / (5 + b))
+
+
+def alpha_no_five(s, a, l, b):  # noqa: E741
+    return math.log(s / l) / math.log(a / b)
+
+
+def alpha_reciprocal(s, a, l, b):  # noqa: E741
+    return math.log((5 + a) / (5 + b)) / math.log(s / l)
+
+
+def alpha_log_of_negative(s, a, l, b):  # noqa: E741
+    return (math.log(s) - math.log(l)) / (math.log(5 + a) - math.log(5 + b))
+
+
+def alpha_difference(s, a, l, b):  # noqa: E741
+    """Subtracts the penalties instead of dividing by them: s - lp(a) = l - lp(b)."""
+    return math.log(s - l + ((5 + a) / 6)) / math.log((5 + b) / 6) if s - l + (5 + a) / 6 > 0 else 0.0
+
+
+def alpha_probabilities(s, a, l, b):  # noqa: E741
+    """Treats s and l as probabilities: exponentiates them first."""
+    return math.log(math.exp(s) / math.exp(l)) / math.log((5 + a) / (5 + b))
+
+
+# ================================================================ 13.4 averaging checkpoints
+def average_ref(states):
+    return {name: torch.stack([s[name] for s in states]).mean(0) for name in states[0]}
+
+
+def average_loop(states):
+    """Another right answer: a running sum, divided at the end."""
+    total = {name: torch.zeros_like(t) for name, t in states[0].items()}
+    for state in states:
+        for name, t in state.items():
+            total[name] = total[name] + t
+    return {name: t / len(states) for name, t in total.items()}
+
+
+def average_sum_builtin(states):
+    """A third right answer: sum() over the list per key."""
+    return {k: sum(s[k] for s in states) / len(states) for k in states[0]}
+
+
+def average_sum(states):
+    return {k: sum(s[k] for s in states) for k in states[0]}
+
+
+def average_last(states):
+    return {k: v.clone() for k, v in states[-1].items()}
+
+
+def average_first_last(states):
+    return {k: (states[0][k] + states[-1][k]) / 2 for k in states[0]}
+
+
+def average_in_place(states):
+    avg = states[0]
+    for s in states[1:]:
+        for k in avg:
+            avg[k] += s[k]
+    for k in avg:
+        avg[k] /= len(states)
+    return avg
+
+
+def average_running_half(states):
+    avg = {k: v.clone() for k, v in states[0].items()}
+    for s in states[1:]:
+        avg = {k: (avg[k] + s[k]) / 2 for k in avg}
+    return avg
+
+
+def average_by_keys(states):
+    return {k: sum(s[k] for s in states) / len(states[0]) for k in states[0]}
+
+
+def average_all_elements(states):
+    return {k: torch.stack([s[k] for s in states]).mean() for k in states[0]}
+
+
+def average_cat(states):
+    return {k: torch.cat([s[k] for s in states]).mean(0) for k in states[0]}
+
+
+def average_last_two(states):
+    return {k: torch.stack([s[k] for s in states[-2:]]).mean(0) for k in states[0]}
+
+
+# ================================================================ 13.5 experiment: alpha and length
+def predict_longer():
+    return "longer"
+
+
+def predict_shorter():
+    return "shorter"
+
+
+def length_ref(model, tok, sources, alpha):
+    outputs = translate(model, tok, sources, beam_size=4, alpha=alpha)
+    return sum(len(o) for o in outputs) / len(outputs)
+
+
+def length_tensor(model, tok, sources, alpha):
+    """Another right answer: a tensor mean."""
+    outputs = translate(model, tok, sources, beam_size=4, alpha=float(alpha), extra=50)
+    return torch.tensor([len(o) for o in outputs], dtype=torch.float64).mean()
+
+
+def length_typed_in(model, tok, sources, alpha):
+    return 38.5
+
+
+def length_greedy(model, tok, sources, alpha):
+    outputs = translate(model, tok, sources)
+    return sum(len(o) for o in outputs) / len(outputs)
+
+
+def length_no_alpha(model, tok, sources, alpha):
+    outputs = translate(model, tok, sources, beam_size=4)
+    return sum(len(o) for o in outputs) / len(outputs)
+
+
+def length_tokens(model, tok, sources, alpha):
+    outputs = translate(model, tok, sources, beam_size=4, alpha=alpha)
+    return sum(len(tok.encode(o)) for o in outputs) / len(outputs)
+
+
+def length_sources(model, tok, sources, alpha):
+    translate(model, tok, sources, beam_size=4, alpha=alpha)
+    return sum(len(s) for s in sources) / len(sources)
+
+
+def length_total(model, tok, sources, alpha):
+    outputs = translate(model, tok, sources, beam_size=4, alpha=alpha)
+    return sum(len(o) for o in outputs)
+
+
+def length_fixed_alpha(model, tok, sources, alpha):
+    outputs = translate(model, tok, sources, beam_size=4, alpha=0.6)
+    return sum(len(o) for o in outputs) / len(outputs)
+
+
+# ================================================================ 13.6 transfer: French
+def predict_more():
+    return "more"
+
+
+def predict_fewer():
+    return "fewer"
+
+
+def tokens_ref(lang, numbers, n_merges):
+    texts = [t for n in numbers for t in (number_name(n, "en"), number_name(n, lang))]
+    vocab = BPETokenizer.train(texts, n_merges)
+    return sum(len(vocab.encode(number_name(n, lang))) for n in numbers) / len(numbers)
+
+
+def tokens_two_lists(lang, numbers, n_merges):
+    """Another right answer: the two languages listed one after the other, tokens() instead of encode()."""
+    english = [number_name(n, "en") for n in numbers]
+    target = [number_name(n, lang) for n in numbers]
+    vocab = BPETokenizer.train(english + target, n_merges)
+    return float(sum(len(vocab.tokens(t)) for t in target)) / len(target)
+
+
+def tokens_target_only(lang, numbers, n_merges):
+    target = [number_name(n, lang) for n in numbers]
+    vocab = BPETokenizer.train(target, n_merges)
+    return sum(len(vocab.encode(t)) for t in target) / len(target)
+
+
+def tokens_english(lang, numbers, n_merges):
+    texts = [t for n in numbers for t in (number_name(n, "en"), number_name(n, lang))]
+    vocab = BPETokenizer.train(texts, n_merges)
+    return sum(len(vocab.encode(number_name(n, "en"))) for n in numbers) / len(numbers)
+
+
+def tokens_characters(lang, numbers, n_merges):
+    return sum(len(number_name(n, lang)) for n in numbers) / len(numbers)
+
+
+def tokens_words(lang, numbers, n_merges):
+    return sum(len(number_name(n, lang).split()) for n in numbers) / len(numbers)
+
+
+def tokens_always_french(lang, numbers, n_merges):
+    return tokens_ref("fr", numbers, n_merges)
+
+
+def tokens_fixed_merges(lang, numbers, n_merges):
+    return tokens_ref(lang, numbers, 60)
+
+
+def tokens_with_eos(lang, numbers, n_merges):
+    return tokens_ref(lang, numbers, n_merges) + 2
+
+
+def tokens_total(lang, numbers, n_merges):
+    return tokens_ref(lang, numbers, n_merges) * len(numbers)
+
+
+
+# ================================================================ the tests
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("check", [check_learn_merges, check_encode_word, check_break_even_alpha,
+                                   check_average_checkpoints])
+def test_stub_is_not_implemented_yet(check):
+    result = check(_stub)
+    assert not result.passed and result.not_implemented and "not implemented yet" in result.message
+
+
+def test_experiment_stubs_are_not_implemented_yet():
+    assert check_transfer(_stub, tokens_ref).not_implemented
+    assert check_transfer(predict_more, _stub).not_implemented
+
+
+IMPLEMENT = {  # checker -> (right answers, [(wrong answer, words its hint must contain)])
+    check_learn_merges: (
+        [merges_ref, merges_counter_rank, merges_regex],
+        [(merges_unweighted, "distinct word once"), (merges_once_per_word, "once per word"),
+         (merges_alphabetical, "alphabetically"), (merges_first_seen, "first pair your loop met"),
+         (merges_latest_first, "came last"), (merges_no_stop, "fewer than 2"), (merges_stop_at_two, "only below 2"),
+         (merges_count_once, "recount"), (merges_str_replace, "str.replace"), (merges_joined_strings, "string"),
+         (merges_one_short, "exactly n_merges"), (merges_in_place, "in place")],
+    ),
+    check_encode_word: (
+        [encode_ref, encode_replay, encode_tuple],
+        [(encode_chars, "single characters"), (encode_reversed, "reverse order"),
+         (encode_first_occurrence, "first occurrence"), (encode_longest, "longest"),
+         (encode_leftmost_any, "learned earliest"), (encode_rightmost, "rightmost"),
+         (encode_no_marker, "word marker"), (encode_pop, "in place"), (encode_joined_string, "list of strings")],
+    ),
+    check_break_even_alpha: (
+        [alpha_ref, alpha_log10, alpha_torch],
+        [(alpha_paper, "paper's alpha"), (alpha_sign, "wrong sign"), (alpha_no_five, "keep the 5"),
+         (alpha_reciprocal, "1 / alpha"), (alpha_log_of_negative, "logarithm of a negative"),
+         (alpha_probabilities, "difference of the log-probabilities")],
+    ),
+    check_average_checkpoints: (
+        [average_ref, average_loop, average_sum_builtin],
+        [(average_sum, "sum"), (average_last, "last checkpoint"), (average_first_last, "first and the last"),
+         (average_in_place, "in place"), (average_running_half, "running average"),
+         (average_by_keys, "len(states)"), (average_all_elements, "one number"), (average_cat, "torch.stack"),
+         (average_last_two, "last two")],
+    ),
+}
+
+
+@pytest.mark.parametrize("check,fn", [(c, f) for c, (rights, _) in IMPLEMENT.items() for f in rights],
+                         ids=lambda x: getattr(x, "__name__", ""))
+def test_right_answers_pass(check, fn):
+    result = check(fn)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("check,fn,words", [(c, f, w) for c, (_, wrongs) in IMPLEMENT.items() for f, w in wrongs],
+                         ids=lambda x: getattr(x, "__name__", "") if callable(x) else "")
+def test_mistakes_get_their_hint(check, fn, words):
+    fails_with(check(fn), words)
+
+
+def test_learn_merges_passes_the_library_and_the_tokenizers_trainer_agrees():
+    from course_utils.bpe import merges_from_counts
+
+    assert check_learn_merges(merges_from_counts).passed
+
+
+# ----- 13.5: the experiment on the shipped model ------------------------------------------------
+@pytest.mark.parametrize("fn", [length_ref, length_tensor])
+def test_alpha_experiment_right_answers(fn):
+    result = check_alpha_experiment(predict_longer, fn)
+    assert result.passed and "matches the measurement" in result.message, result.message
+
+
+def test_alpha_experiment_reports_a_wrong_prediction():
+    result = check_alpha_experiment(predict_shorter, length_ref)
+    assert result.passed and "You predicted 'shorter'" in result.message, result.message
+
+
+@pytest.mark.parametrize("fn,words", [
+    (length_typed_in, "not a number you typed"), (length_greedy, "greedily"), (length_no_alpha, "pass alpha"),
+    (length_tokens, "count tokens"), (length_sources, "English sources"), (length_total, "total"),
+    (length_fixed_alpha, "pass alpha on"),  # alpha 0.6 changes no output of these numbers: the same as alpha 0
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_alpha_experiment_mistakes(fn, words):
+    fails_with(check_alpha_experiment(predict_longer, fn), words)
+
+
+def test_alpha_experiment_prediction_first():
+    assert check_alpha_experiment(lambda: "", length_ref).not_implemented
+    fails_with(check_alpha_experiment("much longer", length_ref), "not one of the choices")
+    assert check_alpha_experiment(_stub, length_ref).not_implemented
+
+
+# ----- 13.6: transfer to French -------------------------------------------------------------------
+@pytest.mark.parametrize("fn", [tokens_ref, tokens_two_lists])
+def test_transfer_right_answers(fn):
+    result = check_transfer(predict_more, fn)
+    assert result.passed and "matches the measurement" in result.message, result.message
+
+
+def test_transfer_reports_a_wrong_prediction():
+    result = check_transfer(predict_fewer, tokens_ref)
+    assert result.passed and "You predicted 'fewer'" in result.message, result.message
+
+
+@pytest.mark.parametrize("fn,words", [
+    (tokens_target_only, "alone"), (tokens_english, "English names"), (tokens_characters, "characters"),
+    (tokens_words, "count words"), (tokens_always_french, "lang argument"), (tokens_fixed_merges, "60 merges"),
+    (tokens_with_eos, "<eos>"), (tokens_total, "total"),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_transfer_mistakes(fn, words):
+    fails_with(check_transfer(predict_more, fn), words)
+
+
+def test_transfer_prediction_must_be_a_choice():
+    fails_with(check_transfer("lots", tokens_ref), "not one of the choices")
