@@ -117,8 +117,8 @@ MADE_BY: dict[str, tuple[str, str]] = {
                               "grows, causal and not, with the tiles computed; the gradient-checkpointing step",
                               "python benchmarks/attention_at_scale.py --only flash --write"),
     GQA_UPTRAINING_FILE: ("Chapter 11's uptraining of Chapter 8's character LM mean-pooled to GQA and MQA, against "
-                          "the unchanged control, six seeds, validation bits/char; MQA's and the control's curves over uptraining "
-                          "lengths (Exercise 11.4's reference)",
+                          "the unchanged control, six seeds, validation bits/char; MQA's and the control's curves "
+                          "over uptraining lengths (Exercise 11.4's reference)",
                           "python benchmarks/attention_at_scale.py --only gqa --write"),
     MODERN_BLOCK_FILE: ("Chapter 11's modern-block table: the 2017 block, each modern change alone and all "
                         "together on the character LM, validation bits/char and CPU ms per step",
