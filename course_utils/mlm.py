@@ -106,6 +106,9 @@ def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
     check_positive_int("n", n), check_positive_int("block_size", block_size), check_rank("val_ids", val_ids, 1, "(N,)")
     if len(val_ids) < block_size + 1:
         raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
+    if val_ids.dtype.is_floating_point or val_ids.dtype == torch.bool or int(val_ids.min()) < 0:
+        raise ValueError(f"val_ids must hold integer token ids >= 0, got dtype {val_ids.dtype} and min "
+                         f"{val_ids.min().item()}")
     n = min(n, (len(val_ids) - 1) // block_size)
     return val_ids[: n * block_size].reshape(n, block_size)  # (n, T)
 

@@ -48,6 +48,12 @@ class PowerLawFit:
     coefficient: float
     n_points: int
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "exponent", check_number("exponent", self.exponent))
+        object.__setattr__(self, "exponent_se", check_number("exponent_se", self.exponent_se, low=0.0))
+        object.__setattr__(self, "coefficient", check_number("coefficient", self.coefficient, low=0.0, low_open=True))
+        object.__setattr__(self, "n_points", check_int("n_points", self.n_points, low=2))  # a line needs two points
+
     def predict(self, x: float | Tensor) -> float | Tensor:
         """The fitted y at x (a positive number, or a tensor of them)."""
         if isinstance(x, Tensor):

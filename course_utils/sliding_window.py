@@ -58,6 +58,7 @@ def windowed_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int,
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
     if block_size > model.config.max_len:
         raise ValueError(f"block_size must be at most {model.config.max_len} (the model's max_len), got {block_size}")
+    check_token_ids("val_ids", val_ids[None], model.config.vocab_size, "(N,)")
     if len(val_ids) < block_size + 1:
         raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
     model.eval()

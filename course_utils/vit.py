@@ -40,7 +40,7 @@ def load_digits_split(test_size: int = 450, seed: int = 0) -> tuple[Tensor, Tens
     from sklearn.datasets import load_digits
 
     check_int("test_size", test_size, low=1, high=N_DIGITS - 1)
-    check_int("seed", seed)
+    seed = check_int("seed", seed, low=0)
     digits = load_digits()
     images = torch.tensor(digits.images, dtype=torch.float32) / 16.0  # (1797, 8, 8), pixel values 0-16 -> 0-1
     labels = torch.tensor(digits.target, dtype=torch.long)  # (1797,)

@@ -1007,7 +1007,7 @@ bad(M_, lambda: vit.zero_positions(torch.nn.Linear(2, 2)), TypeError, "model mus
 bad(M_, lambda: runs_vit.run_vit(model="resnet"), ValueError, "model must be 'vit' or 'mlp'")
 bad(M_, lambda: runs_vit.build_mlp({"model": {}}), ValueError, "recipe must have the keys")
 bad(M_, lambda: runs_vit.variant("max"), ValueError, "pool must be 'cls' or 'mean'")
-bad(I_, lambda: runs_vit.variant("cls", seed=1.5), TypeError, "seed must be an int")
+bad(I_, lambda: runs_vit.variant("cls", seed=1.5), TypeError, "seed must be a non-negative int")
 bad(I_, lambda: runs_mlm.StopAfter(2.0), TypeError, "steps must be a positive int")
 bad(M_, lambda: mlm.masked_accuracy_by_kind(SMALL_GPT, torch.zeros(2, 8, dtype=torch.long)), TypeError,
     "model must be an EncoderOnlyLM")

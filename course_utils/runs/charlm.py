@@ -59,6 +59,8 @@ class ValidationBitsPerChar(Callback):
         check_rank("val_ids", val_ids, 1, "(N,) token ids")
         if val_ids.dtype.is_floating_point or val_ids.dtype == torch.bool:
             raise TypeError(f"val_ids must hold integer token ids, got dtype {val_ids.dtype}")
+        if val_ids.numel() and int(val_ids.min()) < 0:
+            raise ValueError(f"val_ids must hold token ids >= 0, got min {int(val_ids.min())}")
         block_size, every, last = (
             check_positive_int(n, v) for n, v in (("block_size", block_size), ("every", every), ("last", last))
         )
@@ -83,6 +85,9 @@ def run_charlm(recipe: Recipe | None = None, progress: bool = True, steps: int |
     "train_cpu_seconds", "threads", "val_nats_full" (the whole validation split)}.
     """
     recipe = check_recipe(CHARLM_RECIPE if recipe is None else recipe, _KEYS)
+    check_bool("progress", progress)
+    if steps is not None:
+        check_positive_int("steps", steps)  # before the corpus is read
     text = load_corpus()
     vocab = CharVocab(text)
     train_ids, val_ids = train_val_ids(text, vocab)

@@ -26,7 +26,7 @@ from ..translation import (
     make_pairs,
     split_numbers,
 )
-from ..validate import check_bool, check_choice
+from ..validate import check_bool, check_choice, check_positive_int
 from .core import Recipe, asset_path, check_recipe, read_checkpoint, run
 
 TRANSLATION_CHECKPOINT = "translation_en_de.pt"
@@ -96,6 +96,8 @@ def run_translation(recipe: Recipe = TRANSLATION_RECIPE, progress: bool = True, 
     """Train the recipe, seeded; keep the last checkpoints and average them (section 6.1)."""
     recipe = check_recipe(recipe, _KEYS)
     check_bool("progress", progress)
+    if steps is not None:
+        check_positive_int("steps", steps)  # before the data is built
     data = make_data(recipe) if data is None else data
     src_rows, tgt_rows = encode_pairs(data.tokenizer, data.train)
     avg = recipe["average"]

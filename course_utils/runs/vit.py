@@ -69,7 +69,7 @@ def variant(pool: str = "cls", seed: int = 0, recipe: Recipe | None = None) -> R
     """VIT_RECIPE with another pooling ("cls" or "mean") and seed. Chapter 12."""
     recipe = copy.deepcopy(check_recipe(VIT_RECIPE if recipe is None else recipe, _KEYS))
     recipe["model"]["pool"] = check_choice("pool", pool, ("cls", "mean"))
-    recipe["seed"] = check_int("seed", seed)
+    recipe["seed"] = check_int("seed", seed, low=0)
     return recipe
 
 
