@@ -93,6 +93,21 @@ def lm_batch(data: Tensor, batch_size: int, block_size: int, generator: torch.Ge
 
 
 # ---------------------------------------------------------------- baselines
+def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean next-token cross-entropy in nats over every position of (B, T, V) logits and (B, T) targets. Chapter 8.
+
+    A language-model batch has no padding, so no target is ignored: ``train()``'s default loss skips
+    ``pad_id`` 0, which in the character vocabulary is the newline. Pass this as ``loss_fn``.
+    """
+    logits = check_rank("logits", logits, 3, "(B, T, V)")
+    if not logits.dtype.is_floating_point:
+        raise TypeError(f"logits must be a floating-point tensor, got dtype {logits.dtype}")
+    check_token_ids("targets", targets, logits.shape[-1])
+    if tuple(targets.shape) != tuple(logits.shape[:2]):
+        raise ValueError(f"targets must have shape (B, T) = {tuple(logits.shape[:2])}, got {tuple(targets.shape)}")
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (B*T, V)
+
+
 def _finite_bits(bits: float, alpha: float) -> float:
     if not math.isfinite(bits):
         raise ValueError(f"alpha must be > 0 when val_ids hold characters or pairs that train_ids never show, "

@@ -90,3 +90,26 @@ def test_induction_score_hand_made():
     assert induction_score(w2, L).item() == 1.0
     with pytest.raises(ValueError, match="2 \\* length"):
         induction_score(w2, 3)
+
+
+def test_lm_loss_counts_every_position_the_newline_included():
+    """lm_loss is F.cross_entropy over all B*T positions; id 0 (the newline in the character vocabulary)
+    is a target like any other, where train()'s default loss would skip it as padding."""
+    import torch.nn.functional as F
+
+    from course_utils.charlm import lm_loss
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 5, 7, generator=g)
+    targets = torch.zeros(2, 5, dtype=torch.long)  # every target is id 0
+    expected = F.cross_entropy(logits.reshape(-1, 7), targets.reshape(-1))
+    assert torch.allclose(lm_loss(logits, targets), expected)
+    assert float(lm_loss(logits, targets)) > 0
+    with pytest.raises(ValueError, match="targets"):
+        lm_loss(logits, torch.full((2, 5), 7))  # id out of range
+    with pytest.raises(ValueError, match="targets must have shape"):
+        lm_loss(logits, torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(TypeError, match="logits"):
+        lm_loss(torch.zeros(2, 5, 7, dtype=torch.long), targets)
+    with pytest.raises(ValueError, match="logits"):
+        lm_loss(logits[0], targets)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch, load_corpus, model_bits_per_char, train_val_ids
+from ..charlm import CharVocab, lm_batch, lm_loss, load_corpus, model_bits_per_char, train_val_ids
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..schedules import warmup_cosine_lr
 from ..training import Callback, TrainConfig, TrainHistory, make_optimizer
@@ -39,11 +39,6 @@ CHARLM_RECIPE: Recipe = {
     "seed": 0,
 }
 _KEYS = ("model", "train", "batch_size", "block_size", "eval_every", "seed")
-
-
-def _plain_cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean cross-entropy over every position: language-model batches have no padding."""
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def build_charlm(vocab_size: int, recipe: Recipe | None = None) -> DecoderOnly:
@@ -96,7 +91,7 @@ def run_charlm(recipe: Recipe | None = None, progress: bool = True, steps: int |
     B, T = recipe["batch_size"], recipe["block_size"]
     result = run(recipe, lambda r: build_charlm(len(vocab), r),
                  lambda r, generator: lambda step: lm_batch(train_ids, B, T, generator),
-                 progress, steps, [val], loss_fn=_plain_cross_entropy)
+                 progress, steps, [val], loss_fn=lm_loss)
     results = {"val_steps": val.steps, "val_bits_per_char": [round(x, 4) for x in val.bits],
                "train_loss_nats": [round(x, 4) for x in result.history.losses],
                "train_seconds": round(result.history.seconds, 1),
@@ -232,7 +227,7 @@ def train_budgeted(recipe: Recipe | None = None, seconds: float | None = None, s
         lr = warmup_cosine_lr(step, t["lr"], min(t["warmup"], planned - 1), planned, t["min_lr"])
         for group in optimizer.param_groups:
             group["lr"] = lr
-        loss = _plain_cross_entropy(model(x), y)
+        loss = lm_loss(model(x), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if t.get("clip") is not None:

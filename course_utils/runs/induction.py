@@ -12,9 +12,9 @@ import functools
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
+from ..charlm import lm_loss
 from ..induction import AttentionOnly, varied_repeats
 from ..validate import check_positive_int, check_seed
 from .core import Recipe, run
@@ -34,10 +34,6 @@ INDUCTION_RECIPE: Recipe = {
     "batch_size": 64,
     "half": 12,  # sequences of 2 * half tokens
 }
-
-
-def _plain_cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def _build(recipe: Recipe) -> AttentionOnly:
@@ -80,7 +76,7 @@ def train_attention_only(
     """Train an AttentionOnly model on varied repeats by :data:`INDUCTION_RECIPE`; return (model, loss per step)."""
     check_positive_int("steps", steps)
     recipe = induction_recipe(n_layers, seed, **overrides)
-    model, history, _ = run(recipe, _build, _batches, progress=False, steps=steps, loss_fn=_plain_cross_entropy)
+    model, history, _ = run(recipe, _build, _batches, progress=False, steps=steps, loss_fn=lm_loss)
     assert isinstance(model, AttentionOnly)
     return model.eval(), history.losses
 

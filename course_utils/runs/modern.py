@@ -16,10 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch
+from ..charlm import CharVocab, lm_batch, lm_loss
 from ..gpt import DecoderOnly
 from ..modern import ModernLM, ModernLMConfig, bits_per_char, charlm_data, convert_to_gqa, count_parameters
 from ..norm import LayerNorm
@@ -27,11 +26,6 @@ from ..training import TrainConfig, train
 from ..validate import check_choice, check_int, check_module, check_number, check_positive_int, check_rank
 from .charlm import CHARLM_RECIPE, load_charlm
 from .core import load_asset, run
-
-
-def _lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean next-character cross-entropy over every position (language-model batches have no padding)."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def train_lm(model: nn.Module, train_ids: Tensor, steps: int, lr: float, batch_size: int, block_size: int,
@@ -53,7 +47,7 @@ def train_lm(model: nn.Module, train_ids: Tensor, steps: int, lr: float, batch_s
                          optimizer="adamw", clip=1.0, weight_decay=0.01)
     start = time.process_time()
     train(model, lambda step: lm_batch(train_ids, batch_size, block_size, generator), config,
-          loss_fn=_lm_loss, progress=False)
+          loss_fn=lm_loss, progress=False)
     return time.process_time() - start
 
 
@@ -130,7 +124,7 @@ def run_variant(name: str, recipe: dict[str, Any] | None = None,
     config = ModernLMConfig(vocab_size=len(vocab), **recipe["model"], **recipe["variants"][name])
     start = time.process_time()
     result = run(recipe, lambda r: ModernLM(config), lambda r, generator: lambda step: lm_batch(train_ids, B, T,
-                 generator), progress=False, loss_fn=_lm_loss)
+                 generator), progress=False, loss_fn=lm_loss)
     cpu = time.process_time() - start
     model: ModernLM = result.model  # type: ignore[assignment]  # runs.run returns the built model
     row = {"variant": name, "seed": recipe["seed"],

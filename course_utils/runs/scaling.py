@@ -11,12 +11,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..charlm import lm_batch, model_bits_per_char
+from ..charlm import lm_batch, lm_loss, model_bits_per_char
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..modern import charlm_data
 from ..scaling import non_embedding_params, training_flops
 from ..validate import check_bool, check_int
-from .charlm import _plain_cross_entropy as lm_loss  # the one LM loss: mean cross-entropy at every position
 from .core import Recipe, check_recipe, load_asset, run
 
 SCALING_FILE = "scaling.json"
