@@ -8,7 +8,7 @@ Usage:
 Each variant of ``course_utils.runs.translation.VARIANTS`` trains from scratch with the same
 seed, steps and batch size (equal budgets) on one CPU thread: the base recipe (shared BPE
 vocabulary, tied embeddings, label smoothing 0.1, warm-up schedule, Adam beta2 0.98, the average
-of the last 5 checkpoints), one change at a time, and the base recipe into French. Every model is
+of the last 5 checkpoints) and one change at a time (English to German only). Every model is
 scored on the same 1,000 held-out numbers below 10,000 and 500 numbers from 10,000 to 99,999
 (beyond the training range): BLEU (on characters) and chrF with sacrebleu, with the 95 % intervals
 and p-values of sacrebleu's paired bootstrap (1,000 resamples), and exact match with Wilson

@@ -344,49 +344,57 @@ def units_tens_spans(n: int, target: str = "de") -> dict[str, tuple[int, int]] |
     return {"src_units": (u0, len(en)), "src_tens": (t0, u0 - 1), "tgt_units": (g0, g0 + len(de_units))}
 
 
-def _overlapping(spans: Sequence[tuple[int, int]], span: tuple[int, int]) -> list[int]:
-    return [i for i, (a, b) in enumerate(spans) if a < span[1] and b > span[0]]
+def _share(spans: Sequence[tuple[int, int]], span: tuple[int, int]) -> Tensor:
+    """For each token span, the share of its characters that lie inside ``span`` (0 to 1)."""
+    return torch.tensor([max(0, min(b, span[1]) - max(a, span[0])) / max(b - a, 1) for a, b in spans])
 
 
 @torch.no_grad()
 def units_alignment(model: nn.Module, tokenizer: BPETokenizer, numbers: Sequence[int]) -> dict[str, Any]:
     """How the German unit tokens attend to the English words: units vs tens, per decoder layer. Chapter 13.
 
-    For every number ``...xy`` with y written before x in German: the cross-attention mass (mean
-    over heads and over the target tokens that start inside the German unit) on the source
-    tokens of the English unit word and on those of the English tens word. Returns
-    {"n": numbers used, "units_mass": [per layer], "tens_mass": [per layer], "units_wins": [per layer]}.
+    For every number ``...xy`` (tens 2-9, unit 1-9) the German name writes the unit first: the
+    cross-attention mass (mean over heads and over the target tokens that start inside the German
+    unit) on the English unit word and on the English tens word. A source token whose characters
+    lie partly in both words (a BPE piece such as ``'▁forty-t'``) gives each word the share of the
+    token's characters that lie in it, so no eligible number is left out. Returns {"n": numbers
+    used, "eligible": numbers with tens 2-9 and a non-zero unit, "straddling": numbers with a
+    source token in both words, "by_tens": {tens digit: numbers used}, "units_mass", "tens_mass",
+    "units_wins": [per layer]}.
     """
     check_module("model", model)
     _check_tokenizer(tokenizer)
     if isinstance(numbers, (str, bytes)) or not isinstance(numbers, Sequence):
         raise TypeError(f"numbers must be a sequence of ints, got {type(numbers).__name__}")
-    layers = None
-    used = 0
+    used = eligible = straddling = 0
+    by_tens: dict[int, int] = {}
     sums = None
     for n in numbers:
         spans = units_tens_spans(int(n))
         if spans is None:
             continue
+        eligible += 1
         en, de = number_name(int(n), "en"), number_name(int(n), "de")
         src_spans, tgt_spans = token_spans(tokenizer, en), token_spans(tokenizer, de)
         rows = [i for i, (a, _) in enumerate(tgt_spans) if spans["tgt_units"][0] <= max(a, 0) < spans["tgt_units"][1]]
-        cols_u = _overlapping(src_spans, spans["src_units"])
-        cols_t = _overlapping(src_spans, spans["src_tens"])
-        if not rows or not cols_u or not cols_t or set(cols_u) & set(cols_t):
+        share_u, share_t = _share(src_spans, spans["src_units"]), _share(src_spans, spans["src_tens"])
+        if not rows:
             continue
+        straddling += int(bool(((share_u > 0) & (share_t > 0)).any()))
         w = cross_attention(model, tokenizer, en, de).mean(1)  # (layers, T_tgt + 1, T_src), mean over heads
-        mass_u = w[:, rows][:, :, cols_u].sum(-1).mean(-1)  # (layers,)
-        mass_t = w[:, rows][:, :, cols_t].sum(-1).mean(-1)
+        mass_u = (w[:, rows] * share_u).sum(-1).mean(-1)  # (layers,)
+        mass_t = (w[:, rows] * share_t).sum(-1).mean(-1)
         if sums is None:
-            layers = w.shape[0]
-            sums = {k: torch.zeros(layers) for k in ("units_mass", "tens_mass", "units_wins")}
+            sums = {k: torch.zeros(w.shape[0]) for k in ("units_mass", "tens_mass", "units_wins")}
         sums["units_mass"] += mass_u
         sums["tens_mass"] += mass_t
         sums["units_wins"] += (mass_u > mass_t).float()
         used += 1
+        tens = (int(n) % 100) // 10
+        by_tens[tens] = by_tens.get(tens, 0) + 1
     if used == 0 or sums is None:
         raise ValueError("numbers must include at least one number with tens 2-9 and a non-zero unit (like 34), "
                          "got none")
-    return {"n": used, **{k: (v / used).tolist() for k, v in sums.items()}}
+    return {"n": used, "eligible": eligible, "straddling": straddling, "by_tens": dict(sorted(by_tens.items())),
+            **{k: (v / used).tolist() for k, v in sums.items()}}
 

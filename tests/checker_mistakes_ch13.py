@@ -29,6 +29,8 @@ wrong("13.1", c13.check_learn_merges, "str.replace", a.merges_str_replace)
 wrong("13.1", c13.check_learn_merges, "not the joined string", a.merges_joined_strings)
 wrong("13.1", c13.check_learn_merges, "exactly n_merges", a.merges_one_short)
 wrong("13.1", c13.check_learn_merges, INPLACE, a.merges_in_place)
+wrong("13.1", c13.check_learn_merges, "which is the answer", a.merges_library)
+wrong("13.1", c13.check_learn_merges, "word boundary", a.merges_across_words)
 
 # 13.2 encoding a word
 right("13.2", c13.check_encode_word, a.encode_ref)
@@ -43,6 +45,7 @@ wrong("13.2", c13.check_encode_word, "rightmost", a.encode_rightmost)
 wrong("13.2", c13.check_encode_word, "word marker", a.encode_no_marker)
 wrong("13.2", c13.check_encode_word, INPLACE, a.encode_pop)
 wrong("13.2", c13.check_encode_word, "list of strings", a.encode_joined_string)
+wrong("13.2", c13.check_encode_word, "which is the answer", a.encode_library)
 
 # 13.3 the break-even alpha (takes numbers: nothing to change in place)
 right("13.3", c13.check_break_even_alpha, a.alpha_ref)
@@ -54,6 +57,8 @@ wrong("13.3", c13.check_break_even_alpha, "keep the 5", a.alpha_no_five)
 wrong("13.3", c13.check_break_even_alpha, "1 / alpha", a.alpha_reciprocal)
 wrong("13.3", c13.check_break_even_alpha, "logarithm of a negative", a.alpha_log_of_negative)
 wrong("13.3", c13.check_break_even_alpha, "difference of the log-probabilities", a.alpha_probabilities)
+wrong("13.3", c13.check_break_even_alpha, "off by one", a.alpha_shifted_down)
+wrong("13.3", c13.check_break_even_alpha, "off by one", a.alpha_plus_eos)
 
 # 13.4 averaging checkpoints
 right("13.4", c13.check_average_checkpoints, a.average_ref)
@@ -68,6 +73,7 @@ wrong("13.4", c13.check_average_checkpoints, "len(states)", a.average_by_keys)
 wrong("13.4", c13.check_average_checkpoints, "one number", a.average_all_elements)
 wrong("13.4", c13.check_average_checkpoints, "torch.stack", a.average_cat)
 wrong("13.4", c13.check_average_checkpoints, "last two", a.average_last_two)
+wrong("13.4", c13.check_average_checkpoints, "which is the answer", a.average_library)
 
 # right()/wrong() append to the shared table; this file's ROWS are the rows added above
 ROWS: list[Row] = _TABLE[_start:]

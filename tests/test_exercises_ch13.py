@@ -13,6 +13,7 @@ import torch
 from conftest import fails_with
 from conftest import stub as _stub
 
+from course_utils import bpe
 from course_utils.bpe import BPETokenizer
 from course_utils.exercises.ch13_translation import (
     check_alpha_experiment,
@@ -198,6 +199,22 @@ def merges_in_place(counts, n_merges):
 
 
 # ================================================================ 13.2 encoding a word
+def merges_library(counts, n_merges):
+    """The shortcut: course_utils' own learner, wrapped."""
+    return bpe.merges_from_counts(counts, n_merges)
+
+
+def merges_across_words(counts, n_merges):
+    """Joins every word (repeated by its count) into one long sequence, so pairs cross word boundaries."""
+    text = "".join(w * c for w, c in counts.items())
+    return merges_ref({text: 1}, n_merges)
+
+
+def encode_library(word, merges):
+    """The shortcut: course_utils' own encoder, wrapped."""
+    return bpe.encode_word(word, merges)
+
+
 def encode_ref(word, merges):
     """The notebook's solution: the earliest-learned pair present, leftmost occurrence, one join a step."""
     rank = {tuple(p): i for i, p in enumerate(merges)}
@@ -315,6 +332,16 @@ def alpha_ref(s, a, l, b):  # noqa: E741 - the exercise's names
     return math.log(s / l) / math.log((5 + a) / (5 + b))
 
 
+def alpha_shifted_down(s, a, l, b):  # noqa: E741
+    """Lengths one short: (4 + L)."""
+    return math.log(s / l) / math.log((4 + a) / (4 + b))
+
+
+def alpha_plus_eos(s, a, l, b):  # noqa: E741
+    """Lengths one long (an <eos> counted): (6 + L)."""
+    return math.log(s / l) / math.log((6 + a) / (6 + b))
+
+
 def alpha_log10(s, a, l, b):  # noqa: E741
     """Another right answer: base-10 logs, the 6 kept (it cancels)."""
     return math.log10(l / s) / math.log10(((5 + b) / 6) / ((5 + a) / 6))
@@ -359,6 +386,13 @@ def alpha_probabilities(s, a, l, b):  # noqa: E741
 # ================================================================ 13.4 averaging checkpoints
 def average_ref(states):
     return {name: torch.stack([s[name] for s in states]).mean(0) for name in states[0]}
+
+
+def average_library(states):
+    """The shortcut: course_utils' own average."""
+    from course_utils.translation import average_state_dicts
+
+    return average_state_dicts(states)
 
 
 def average_loop(states):
@@ -423,6 +457,10 @@ def average_last_two(states):
 # ================================================================ 13.5 experiment: alpha and length
 def predict_longer():
     return "longer"
+
+
+def predict_longer_capital():
+    return "Longer "
 
 
 def predict_shorter():
@@ -525,6 +563,10 @@ def tokens_fixed_merges(lang, numbers, n_merges):
     return tokens_ref(lang, numbers, 60)
 
 
+def tokens_fixed_200(lang, numbers, n_merges):
+    return tokens_ref(lang, numbers, 200)
+
+
 def tokens_with_eos(lang, numbers, n_merges):
     return tokens_ref(lang, numbers, n_merges) + 2
 
@@ -562,27 +604,30 @@ IMPLEMENT = {  # checker -> (right answers, [(wrong answer, words its hint must 
          (merges_alphabetical, "alphabetically"), (merges_first_seen, "first pair your loop met"),
          (merges_latest_first, "came last"), (merges_no_stop, "fewer than 2"), (merges_stop_at_two, "only below 2"),
          (merges_count_once, "recount"), (merges_str_replace, "str.replace"), (merges_joined_strings, "string"),
-         (merges_one_short, "exactly n_merges"), (merges_in_place, "in place")],
+         (merges_one_short, "exactly n_merges"), (merges_in_place, "in place"),
+         (merges_library, "which is the answer"), (merges_across_words, "word boundary")],
     ),
     check_encode_word: (
         [encode_ref, encode_replay, encode_tuple],
         [(encode_chars, "single characters"), (encode_reversed, "reverse order"),
          (encode_first_occurrence, "first occurrence"), (encode_longest, "longest"),
          (encode_leftmost_any, "learned earliest"), (encode_rightmost, "rightmost"),
-         (encode_no_marker, "word marker"), (encode_pop, "in place"), (encode_joined_string, "list of strings")],
+         (encode_no_marker, "word marker"), (encode_pop, "in place"), (encode_joined_string, "list of strings"),
+         (encode_library, "which is the answer")],
     ),
     check_break_even_alpha: (
         [alpha_ref, alpha_log10, alpha_torch],
         [(alpha_paper, "paper's alpha"), (alpha_sign, "wrong sign"), (alpha_no_five, "keep the 5"),
          (alpha_reciprocal, "1 / alpha"), (alpha_log_of_negative, "logarithm of a negative"),
-         (alpha_probabilities, "difference of the log-probabilities")],
+         (alpha_probabilities, "difference of the log-probabilities"), (alpha_shifted_down, "off by one"),
+         (alpha_plus_eos, "off by one")],
     ),
     check_average_checkpoints: (
         [average_ref, average_loop, average_sum_builtin],
         [(average_sum, "sum"), (average_last, "last checkpoint"), (average_first_last, "first and the last"),
          (average_in_place, "in place"), (average_running_half, "running average"),
          (average_by_keys, "len(states)"), (average_all_elements, "one number"), (average_cat, "torch.stack"),
-         (average_last_two, "last two")],
+         (average_last_two, "last two"), (average_library, "which is the answer")],
     ),
 }
 
@@ -600,10 +645,18 @@ def test_mistakes_get_their_hint(check, fn, words):
     fails_with(check(fn), words)
 
 
-def test_learn_merges_passes_the_library_and_the_tokenizers_trainer_agrees():
-    from course_utils.bpe import merges_from_counts
+def test_the_library_functions_are_refused_but_a_same_named_helper_is_not():
+    from course_utils.bpe import encode_word, merges_from_counts
+    from course_utils.translation import average_state_dicts
 
-    assert check_learn_merges(merges_from_counts).passed
+    fails_with(check_learn_merges(merges_from_counts), "which is the answer")
+    fails_with(check_encode_word(encode_word), "which is the answer")
+    fails_with(check_average_checkpoints(average_state_dicts), "which is the answer")
+
+    def encode_word(word, merges):  # the learner's own function, named like the library's
+        return encode_ref(word, merges)
+
+    assert check_encode_word(encode_word).passed
 
 
 # ----- 13.5: the experiment on the shipped model ------------------------------------------------
@@ -611,6 +664,16 @@ def test_learn_merges_passes_the_library_and_the_tokenizers_trainer_agrees():
 def test_alpha_experiment_right_answers(fn):
     result = check_alpha_experiment(predict_longer, fn)
     assert result.passed and "matches the measurement" in result.message, result.message
+
+
+def test_alpha_experiment_prediction_ignores_case_and_spaces():
+    result = check_alpha_experiment(predict_longer_capital, length_ref)
+    assert result.passed and "matches the measurement" in result.message, result.message
+
+
+def test_experiment_failures_do_not_print_the_reference():
+    for result in (check_alpha_experiment(predict_longer, length_typed_in), check_transfer(predict_more, tokens_total)):
+        assert not result.passed and "reference" not in result.message, result.message
 
 
 def test_alpha_experiment_reports_a_wrong_prediction():
@@ -648,6 +711,7 @@ def test_transfer_reports_a_wrong_prediction():
 @pytest.mark.parametrize("fn,words", [
     (tokens_target_only, "alone"), (tokens_english, "English names"), (tokens_characters, "characters"),
     (tokens_words, "count words"), (tokens_always_french, "lang argument"), (tokens_fixed_merges, "60 merges"),
+    (tokens_fixed_200, "200 merges"),
     (tokens_with_eos, "<eos>"), (tokens_total, "total"),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_transfer_mistakes(fn, words):

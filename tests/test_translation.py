@@ -126,7 +126,13 @@ def test_alignment_and_cross_attention_shapes() -> None:
     w = tr.cross_attention(model, tok, "thirty-four", "vierunddreißig")
     assert w.shape[:2] == (1, 2) and torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5)
     out = tr.units_alignment(model, tok, [34, 21, 10])
-    assert out["n"] == 2 and len(out["units_mass"]) == 1
+    assert out["n"] == 2 and out["eligible"] == 2 and out["by_tens"] == {2: 1, 3: 1} and len(out["units_mass"]) == 1
+
+
+def test_alignment_shares_a_straddling_piece_by_characters() -> None:
+    spans = [(0, 6), (6, 8), (8, 12)]  # "▁forty" "-t" "hree"-like pieces
+    share = tr._share(spans, (7, 12))
+    assert share.tolist() == [0.0, 0.5, 1.0]
 
 
 def test_variants_change_one_thing_and_keep_the_budget() -> None:

@@ -3,6 +3,7 @@ an experiment with the length penalty and a transfer to French)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections import Counter
@@ -13,11 +14,49 @@ import torch
 from torch import Tensor
 
 from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
-from ..translation import beyond_numbers, number_name, translate
+from ..translation import average_state_dicts, beyond_numbers, number_name, translate
 from .core import CheckFailed, as_number, call_student, checker, describe
 from .experiment import compare_prediction, read_prediction
 
 Pair = tuple[str, str]
+
+
+def _names_used(fn: Any) -> set[str]:
+    """Global and attribute names the learner's function (and the functions defined inside it) refers to."""
+    code = getattr(fn, "__code__", None)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        names |= set(c.co_names)
+        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    return names
+
+
+def _refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
+    """Fail when the learner's function is, or calls, a course_utils object that is the exercise's answer.
+
+    A name counts when it resolves, in the function's globals, to the library object or to a module
+    that holds it under that name (``bpe.encode_word``), or when the function imports it from its module
+    itself; a learner's own helper of the same name passes.
+    """
+    names = _names_used(fn)
+    g = getattr(fn, "__globals__", {})
+    for lib in libraries:
+        name = lib.__name__
+        hit = fn is lib or getattr(fn, "__wrapped__", None) is lib or any(g.get(k) is lib for k in names)
+        hit = hit or (name in names and (lib.__module__ in names  # imported inside the function
+                                         or any(inspect.ismodule(g.get(k)) and getattr(g.get(k), name, None) is lib
+                                                for k in names)))
+        if hit:
+            raise CheckFailed(f"your function uses course_utils' {name}, which is the answer: {how}")
+
+
+def _lowered(prediction: Any) -> Any:
+    """The prediction with case and surrounding spaces ignored ("Longer " reads as "longer")."""
+    if callable(prediction):
+        prediction = call_student(prediction, what="your prediction")
+    return prediction.strip().lower() if isinstance(prediction, str) else prediction
 
 
 # ---------------------------------------------------------------- 13.1 learning BPE merges
@@ -135,6 +174,8 @@ def _named_mistake(got: list[Any], cases: list[Any], variants: dict[str, tuple[C
 @checker("13.1", "learning BPE merges")
 def check_learn_merges(fn: Callable[[dict[str, int], int], list[Pair]]) -> str:
     """Check ``fn(counts, n_merges)`` against :func:`course_utils.bpe.merges_from_counts`."""
+    _refuse_library(fn, (merges_from_counts, BPETokenizer),
+                    "count the pairs and join them yourself (dicts and loops are enough).")
     cases = _merge_cases()
     got_all = []
     for counts, n in cases:
@@ -152,6 +193,10 @@ def check_learn_merges(fn: Callable[[dict[str, int], int], list[Pair]]) -> str:
     hint = _named_mistake(got_all, cases, variants)
     if hint:
         raise CheckFailed(hint)
+    crossing = next(((a, b) for got in got_all for a, b in got if WORD_START in (a + b)[1:]), None)
+    if crossing:
+        raise CheckFailed(f"Your merge {crossing} joins the end of one word to the start of the next: a merge never "
+                          "crosses a word boundary. Count pairs inside each word of counts separately.")
     k = next(k for k in range(len(cases)) if got_all[k] != wants[k])
     (counts, n), got, want = cases[k], got_all[k], wants[k]
     if len(got) != len(want) and got[: len(want)] == want[: len(got)]:
@@ -239,8 +284,9 @@ ENCODE_MISTAKES: dict[str, tuple[Callable[[str, list[Pair]], list[str]], str]] =
     "reverse": (_encode_reverse, "You apply the merges in reverse order; the first merge learned goes first."),
     "reverse_replay": (_encode_reverse_replay, "You replay the merges in reverse order; the first merge learned "
                        "goes first."),
-    "leftmost_any": (_encode_leftmost_any, "You join the leftmost pair that is any merge; BPE joins the pair that "
-                     "was learned earliest first, wherever it is in the word."),
+    "leftmost_any": (_encode_leftmost_any, "You choose the pair to join by where it is (leftmost) or by the size of "
+                     "the symbol it makes, not by its rank: BPE joins the pair that was learned earliest first, "
+                     "wherever it is in the word."),
     "rightmost": (_encode_rightmost, "You join the earliest-learned pair at its rightmost occurrence; start from "
                   "the left ('aaa' with the merge ('a', 'a') is 'aa' + 'a')."),
     "longest": (_encode_longest, "You take the longest known token from the left (WordPiece-style); BPE replays "
@@ -251,6 +297,8 @@ ENCODE_MISTAKES: dict[str, tuple[Callable[[str, list[Pair]], list[str]], str]] =
 @checker("13.2", "encoding a word with the merges")
 def check_encode_word(fn: Callable[[str, list[Pair]], list[str]]) -> str:
     """Check ``fn(word, merges)`` returns the BPE symbols of ``word`` (merges applied in the order learned)."""
+    _refuse_library(fn, (encode_word, merge_word, BPETokenizer),
+                    "start from list(word) and join pairs yourself, by their rank in merges.")
     cases = _encode_cases()
     got_all = []
     for word, merges in cases:
@@ -324,6 +372,10 @@ def check_break_even_alpha(fn: Callable[[float, int, float, int], float]) -> str
         if want and math.isclose(got, 1 / want, rel_tol=1e-6):
             raise CheckFailed("You return 1 / alpha: from s / l = ((5 + a) / (5 + b)) ** alpha, alpha is "
                               "log(s / l) divided by log((5 + a) / (5 + b)), not the other way round.")
+        shifted = [math.log(s / l_) / math.log((5 + ls + d) / (5 + ll + d)) for d in (-1, 1)]
+        if any(math.isclose(got, x, rel_tol=1e-6) for x in shifted):
+            raise CheckFailed("Your lengths are off by one: the penalty uses the lengths you are given, "
+                              "lp(L) = ((5 + L) / 6) ** alpha with L = a and L = b, not L - 1 or L + 1.")
         if math.isclose(abs(got), abs((s - l_) / math.log((5 + ls) / (5 + ll))), rel_tol=1e-6):
             raise CheckFailed("You use the difference of the log-probabilities, s - l: the penalty divides a "
                               "log-probability, so compare the scores by their ratio, log(s / l).")
@@ -343,6 +395,7 @@ def _states(seed: int, k: int, shapes: dict[str, tuple[int, ...]]) -> list[dict[
 @checker("13.4", "averaging checkpoints")
 def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, Tensor]]) -> str:
     """Check ``fn(states)`` returns the element-wise mean of a list of state dicts, inputs untouched."""
+    _refuse_library(fn, (average_state_dicts,), "add the tensors of every checkpoint and divide yourself.")
     shapes = {"embed.weight": (7, 4), "layer.bias": (4,), "norm.gamma": (4,)}
     for seed, k in ((0, 5), (1, 2), (2, 1), (3, 3)):
         states = _states(seed, k, shapes)
@@ -422,7 +475,7 @@ def check_alpha_experiment(prediction: Any, measure: Callable[..., float]) -> st
     """Prediction first; then ``measure(model, tokenizer, sources, alpha)`` must equal the reference on the
     checker's own numbers beyond the training range (the shipped model) at two alphas, so a hard-coded
     number fails; the direction is reported against the prediction."""
-    key = read_prediction(prediction, ALPHA_OPTIONS)
+    key = read_prediction(_lowered(prediction), ALPHA_OPTIONS)
     model, tokenizer, numbers = _shipped_beyond()
     rng = random.Random(len(numbers))
     picks = rng.sample(list(numbers), min(24, len(numbers)))
@@ -436,7 +489,7 @@ def check_alpha_experiment(prediction: Any, measure: Callable[..., float]) -> st
         if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
             _explain_length(got, alpha, model, tokenizer, sources, outs)
             raise CheckFailed(f"On the checker's {len(sources)} numbers your measure gives {got:.3f} characters at "
-                              f"alpha {alpha}, the reference {want:.3f}: return the mean length in characters "
+                              f"alpha {alpha}, not what the checker measures: return the mean length in characters "
                               "of the beam-4 translations of the sources you are given (not a number you typed).")
         values[alpha] = got
     diff = values[2.0] - values[0.0]
@@ -489,7 +542,7 @@ def tokens_per_target(lang: str, numbers: list[int], n_merges: int) -> float:
 def check_transfer(prediction: Any, measure: Callable[[str, list[int], int], float]) -> str:
     """Prediction first; then ``measure(lang, numbers, n_merges)`` must match the reference for French and German
     on the checker's own numbers, and once more with other numbers and another number of merges."""
-    key = read_prediction(prediction, TRANSFER_OPTIONS)
+    key = read_prediction(_lowered(prediction), TRANSFER_OPTIONS)
     numbers = random.Random(61).sample(range(10000), 300)
     values: dict[str, float] = {}
     for lang, nums, n_merges in (("fr", numbers, 60), ("de", numbers, 60), ("fr", numbers[:120], 25)):
@@ -499,7 +552,7 @@ def check_transfer(prediction: Any, measure: Callable[[str, list[int], int], flo
         if not math.isclose(got, want, rel_tol=1e-9):
             _explain_tokens(got, lang, nums, n_merges, values)
             raise CheckFailed(f"On the checker's {len(nums)} numbers with {n_merges} merges, measure({lang!r}, ...) "
-                              f"gives {got:.3f} tokens per name, the reference {want:.3f}: learn one BPE on the "
+                              f"gives {got:.3f} tokens per name, not what the checker measures: learn one BPE on the "
                               f"English and the {lang!r} names together and count the tokens of the {lang!r} names.")
         values.setdefault(lang, got)
     ratio = values["fr"] / values["de"]
@@ -519,8 +572,10 @@ def _explain_tokens(got: float, lang: str, numbers: list[int], n_merges: int, ea
     if lang in earlier and same(earlier[lang]):
         raise CheckFailed("Your measure gives the same number for other numbers and another n_merges: use the "
                           "numbers and n_merges you are given.")
-    if n_merges != 60 and same(tokens_per_target(lang, numbers, 60)):
-        raise CheckFailed("You learn 60 merges whatever n_merges says: pass n_merges on to BPETokenizer.train.")
+    for fixed in (60, 200):
+        if n_merges != fixed and same(tokens_per_target(lang, numbers, fixed)):
+            raise CheckFailed(f"You learn {fixed} merges whatever n_merges says: pass n_merges on to "
+                              "BPETokenizer.train.")
     other = "de" if lang == "fr" else "fr"
     if same(tokens_per_target(other, numbers, n_merges)):
         raise CheckFailed(f"measure({lang!r}, ...) gives the other language's number: use the lang argument.")
