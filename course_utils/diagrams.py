@@ -297,7 +297,7 @@ def draw_qkv_projections(T: int = 4, d_model: int = 6, ax: Axes | None = None) -
         ax.text((x0 + width + x_out) / 2 - 0.1, (y0 + y + height) / 2 + 0.02, f"$W_{role}$", ha="center",
                 va="bottom", fontsize=9.5)
     ax.text((x0 + x_out + width) / 2 + 0.5, 0.12,
-            "row $i$ of $Q$, $K$ and $V$ comes from the same token $x_i$, through three different matrices",
+            "row $i$ of $Q$, $K$ and $V$ comes from the same token $x_i$,\nthrough three different matrices",
             ha="center", va="center", fontsize=9, color="#444444")
     ax.set_xlim(0, x_out + width + 1.6)
     ax.set_ylim(-0.05, 0.55 + total_h + 0.45)
@@ -339,7 +339,7 @@ def draw_multihead_split(T: int = 3, d_model: int = 8, n_heads: int = 2, ax: Axe
     ax.text(x_out + width + 0.55, y + T * cell / 2 + 0.1, "$W_O$", ha="center", va="bottom", fontsize=9)
     _grid(ax, x_final, y, T, d_model, "#cccccc", cell, r"output $(T, d_{model})$")
     ax.text((x_final + width) / 2, 0.25,
-            f"$d_{{model}}={d_model}$, $h={n_heads}$ heads of $d_k={d_k}$ columns each; "
+            f"$d_{{model}}={d_model}$, $h={n_heads}$ heads of $d_k={d_k}$ columns each;\n"
             "every head sees all T tokens but only its own slice of the features",
             ha="center", va="center", fontsize=9, color="#444444")
     ax.set_xlim(0, x_final + width + 0.2)
