@@ -5,6 +5,7 @@ or a traceback). One test for all chapters, so each chapter's checker tests need
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -31,12 +32,39 @@ def _imports(path: Path) -> str:
     return "\n".join(statements)
 
 
+CONTEXT_TAG = "needs-notebook-context"  # a solution that reads results computed above it (a fitted surface)
+
+
 def _solutions() -> list[tuple[str, str, str]]:
     found = []
     for path in CHAPTERS:
         for i, cell in enumerate(c for c in _cells(path) if "solution" in c.get("metadata", {}).get("tags", [])):
             found.append((path.name, f"{path.stem}-exercise-{i + 1}", "".join(cell["source"])))
     return found
+
+
+def _namespace(notebook: str, source: str) -> dict:
+    """The notebook's imports; for a solution tagged CONTEXT_TAG, also every code cell above it that is
+    not itself a solution (the chapter's results the exercise builds on), run once per solution and
+    shared by its two tests (a fresh dict each time)."""
+    return dict(_base_namespace(notebook, source))
+
+
+@functools.cache
+def _base_namespace(notebook: str, source: str) -> dict:
+    path = Path(CHAPTERS[0].parent, notebook)
+    namespace: dict = {}
+    exec(_imports(path), namespace)
+    cells = _cells(path)
+    (index,) = [i for i, c in enumerate(cells) if "".join(c["source"]) == source]
+    if CONTEXT_TAG in cells[index].get("metadata", {}).get("tags", []):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        for cell in cells[:index]:
+            if "solution" not in cell.get("metadata", {}).get("tags", []):
+                exec("".join(cell["source"]), namespace)
+    return namespace
 
 
 SOLUTIONS = _solutions()
@@ -53,8 +81,8 @@ def test_chapter_has_three_to_six_exercises(path: Path) -> None:
 
 @pytest.mark.parametrize(("notebook", "source"), [(n, s) for n, _, s in SOLUTIONS], ids=[i for _, i, _ in SOLUTIONS])
 def test_solution_passes_its_checker(notebook: str, source: str, capsys: pytest.CaptureFixture[str]) -> None:
-    namespace: dict = {}
-    exec(_imports(Path(CHAPTERS[0].parent, notebook)), namespace)
+    namespace = _namespace(notebook, source)
+    capsys.readouterr()  # what the cells above printed
     exec(source, namespace)
     out = capsys.readouterr().out
     assert "all checks passed" in out and "not right" not in out and "differs" not in out, out
@@ -64,8 +92,8 @@ def test_solution_passes_its_checker(notebook: str, source: str, capsys: pytest.
 def test_student_stub_reports_not_implemented(notebook: str, source: str, capsys: pytest.CaptureFixture[str]) -> None:
     stub = stub_source(source)
     assert "raise NotImplementedError" in stub and BEGIN not in stub
-    namespace: dict = {}
-    exec(_imports(Path(CHAPTERS[0].parent, notebook)), namespace)
+    namespace = _namespace(notebook, source)
+    capsys.readouterr()  # what the cells above printed
     exec(stub, namespace)
     out = capsys.readouterr().out
     assert "not implemented yet" in out and "all checks passed" not in out, out
