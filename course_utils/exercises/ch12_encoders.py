@@ -18,26 +18,14 @@ from ..mlm import IGNORE
 from ..runs.vit import load_vit
 from ..scaling import compute_optimal
 from ..vit import count_params, load_digits_split, multiply_adds, patchify, unpatchify, zero_positions
-from .core import CheckFailed, _one_line, as_number, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, _one_line, as_number, call_student, checker, expect_close, expect_tensor, names_used
 from .experiment import compare_prediction, read_prediction
-
-
-def _names_used(fn: Any) -> set[str]:
-    """Global names the learner's function (and the functions defined inside it) refers to."""
-    code = getattr(fn, "__code__", None)
-    names: set[str] = set()
-    stack = [code] if code is not None else []
-    while stack:
-        c = stack.pop()
-        names |= set(c.co_names)
-        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
-    return names
 
 
 def _refuse_library(fn: Any, library: Callable[..., Any], how: str) -> None:
     """Fail when the learner's function is, or calls, the course_utils function the exercise asks them to write."""
     name = library.__name__
-    if fn is library or getattr(fn, "__wrapped__", None) is library or name in _names_used(fn):
+    if fn is library or getattr(fn, "__wrapped__", None) is library or name in names_used(fn):
         raise CheckFailed(f"your function uses course_utils' {name}, which is the answer: {how}")
 
 

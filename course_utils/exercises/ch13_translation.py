@@ -15,22 +15,10 @@ from torch import Tensor
 
 from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
 from ..translation import average_state_dicts, beyond_numbers, number_name, translate
-from .core import CheckFailed, as_number, call_student, checker, describe
+from .core import CheckFailed, as_number, call_student, checker, describe, names_used
 from .experiment import compare_prediction, read_prediction
 
 Pair = tuple[str, str]
-
-
-def _names_used(fn: Any) -> set[str]:
-    """Global and attribute names the learner's function (and the functions defined inside it) refers to."""
-    code = getattr(fn, "__code__", None)
-    names: set[str] = set()
-    stack = [code] if code is not None else []
-    while stack:
-        c = stack.pop()
-        names |= set(c.co_names)
-        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
-    return names
 
 
 def _refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
@@ -40,7 +28,7 @@ def _refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
     that holds it under that name (``bpe.encode_word``), or when the function imports it from its module
     itself; a learner's own helper of the same name passes.
     """
-    names = _names_used(fn)
+    names = names_used(fn)
     g = getattr(fn, "__globals__", {})
     for lib in libraries:
         name = lib.__name__

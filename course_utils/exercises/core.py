@@ -311,3 +311,16 @@ def expect_close(
         f"{what} differs from the reference: largest difference {fmt_number(diff.max().item())} "
         f"at index {where} (got {fmt_number(g, w)}, expected {fmt_number(w, g)})."
     )
+
+
+def names_used(fn: Any) -> set[str]:
+    """Global and attribute names the learner's function (and the functions defined inside it) refers to: a
+    checker refuses the library function that is the answer when the learner calls it."""
+    code = getattr(fn, "__code__", None)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        names |= set(c.co_names)
+        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    return names
