@@ -25,7 +25,7 @@ from ..vit import (
     scores,
     steps_per_epoch,
 )
-from .core import Recipe, asset_path, check_recipe, load_as, read_checkpoint, run, save
+from .core import Recipe, asset_path, check_recipe, load_as, read_checkpoint, run, save, with_steps
 
 VIT_FILE = "vit_digits.pt"
 N_TRAIN = 1347  # training images of the fixed split (1,797 digits minus the 450 test images)
@@ -83,10 +83,11 @@ def run_vit(recipe: Recipe | None = None, model: str = "vit", steps: int | None 
     recipe = check_recipe(VIT_RECIPE if recipe is None else recipe, _KEYS)
     check_choice("model", model, tuple(BUILDERS))
     check_bool("progress", progress)
+    recipe = with_steps(recipe, steps)  # refuse a bad step count before the data set loads
     data = data or load_digits_split(recipe["test_size"], recipe["split_seed"])
     x_train, y_train, _, _ = data
     result = run(recipe, BUILDERS[model], lambda r, g: epoch_batches(x_train, y_train, r["batch_size"], g, r["shift"]),
-                 progress=progress, steps=steps, loss_fn=classification_loss)
+                 progress=progress, loss_fn=classification_loss)
     return result.model, {**scores(result.model, data, result.history), "recipe": result.recipe}
 
 
