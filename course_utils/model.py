@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 from torch import Tensor, nn
@@ -427,6 +428,13 @@ class Transformer(nn.Module):
         return src_pos, tgt_pos
 
     # -- the three entry points ----------------------------------------------------------------
+    @overload  # for the type checker: the memory alone, or with the weights when return_attention=True
+    def encode(self, src: Tensor, src_mask: Tensor | None = ..., return_attention: Literal[False] = ...,
+               positions: Tensor | None = ...) -> Tensor: ...
+    @overload
+    def encode(self, src: Tensor, src_mask: Tensor | None = ..., *, return_attention: Literal[True],
+               positions: Tensor | None = ...) -> tuple[Tensor, list[Tensor]]: ...
+
     def encode(
         self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False,
         positions: Tensor | None = None,
@@ -453,6 +461,15 @@ class Transformer(nn.Module):
                 weights.append(w)  # (B, h, T_src, T_src)
         memory = self.encoder_norm(x)
         return (memory, weights) if return_attention else memory
+
+    @overload  # for the type checker, as for encode
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = ..., tgt_mask: Tensor | None = ...,
+               cache: KVCache | None = ..., return_attention: Literal[False] = ...,
+               positions: tuple[Tensor, Tensor] | None = ...) -> Tensor: ...
+    @overload
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = ..., tgt_mask: Tensor | None = ...,
+               cache: KVCache | None = ..., *, return_attention: Literal[True],
+               positions: tuple[Tensor, Tensor] | None = ...) -> tuple[Tensor, dict[str, list[Tensor]]]: ...
 
     def decode(
         self,
