@@ -250,7 +250,7 @@ def cached_self_attention(
         k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
         v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
     cache.self_k[layer], cache.self_v[layer] = k, v
-    return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
+    return mha.attend_heads(q, k, v, mask, need_weights, bias=None if rel is None else rel.bias())
 
 
 class DecoderBlock(nn.Module):
@@ -295,7 +295,7 @@ class DecoderBlock(nn.Module):
             q = rel.rotate(q, rel.q_pos)
         k, v = cache.cross_k[layer], cache.cross_v[layer]
         assert k is not None and v is not None
-        return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
+        return mha.attend_heads(q, k, v, mask, need_weights, bias=None if rel is None else rel.bias())
 
     def forward(
         self,

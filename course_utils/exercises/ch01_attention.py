@@ -173,10 +173,7 @@ def check_scaled_attention(fn: Callable[..., Any]) -> str:
             )
         out, weights = got
         d_k = q.shape[-1]
-        if bias is None:
-            want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
-        else:
-            want_out, want_w = _attention_variant(q, k, v, mask, math.sqrt(d_k), bias=bias)
+        want_out, want_w = scaled_dot_product_attention(q, k, v, mask, bias)
         where = "without a mask" if mask is None else "with a mask"
         if mask is not None and not mask.any(-1).all():
             where = "with a mask that hides every key from one query"
