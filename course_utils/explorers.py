@@ -30,7 +30,8 @@ from .masks import padding_mask
 from .model import Transformer
 from .plots import BOOK_RC, attention_grid
 from .positional import sinusoidal_encoding
-from .validate import check_int, check_number, check_positive_int, check_str_list
+from .sampling import check_sampling
+from .validate import check_int, check_positive_int, check_str_list
 
 MAX_INPUT = 24  # longest input the live text boxes accept (the pictures stay legible)
 
@@ -114,9 +115,7 @@ def next_token_table(model: Transformer, word: str, temperature: float = 1.0,
 
     Row t is the distribution the sampler draws from after the greedy prefix up to step t.
     """
-    check_number("temperature", temperature, low=0.0, low_open=True)
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
+    temperature, top_k, _ = check_sampling(temperature, top_k)
     src, _, _ = make_batch([_check_input(word)])
     out = greedy_decode(model, src, max_len=len(word) + 2)[0].tolist()  # (T_out,) ids, EOS included
     if EOS_ID in out:
