@@ -26,6 +26,8 @@ DIAGNOSES = ("healthy", "leaking mask", "missing positions", "float16 overflow")
 class ToyCausalLM(nn.Module):
     """One causal self-attention layer over embeddings, healthy or with one bug of Chapter 10's table."""
 
+    pe: Tensor  # (max_len, d_model), a buffer
+
     def __init__(self, vocab_size: int, d_model: int, bug: str = "healthy", seed: int = 0, max_len: int = 32):
         super().__init__()
         if bug not in DIAGNOSES:
