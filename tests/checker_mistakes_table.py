@@ -1166,7 +1166,6 @@ from course_utils.exercises import ch09_stretch as c9s  # noqa: E402
 from course_utils.exercises import ch10_debug as c10d  # noqa: E402
 from course_utils.ffn import ffn_as_memory  # noqa: E402
 
-
 right("1.6", c1k.check_kernel_attention, t1._kernel_ref)
 right("1.6", c1k.check_kernel_attention, t1._kernel_with_q_norm)
 wrong("1.6", c1k.check_kernel_attention, "only the q term", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, norm=0.0))
