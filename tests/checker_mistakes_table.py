@@ -1224,6 +1224,9 @@ wrong("9.6", c9s.check_rope_slowdown, "straight line", lambda d, m, f: t9._slowd
 wrong("9.6", c9s.check_rope_slowdown, "keeps the fastest pair", lambda d, m, f: t9._slowdown(d, "interpolation", f))
 wrong("9.6", c9s.check_rope_slowdown, "fastest as much as the slowest", lambda d, m, f: t9._slowdown(d, "ntk", f))
 wrong("9.6", c9s.check_rope_slowdown, "should return a tensor", lambda d, m, f: "slower")
+wrong("9.6", c9s.check_rope_slowdown, "counted from i = 0", lambda d, m, f: t9._slowdown(d, m, f) if m == "interpolation" else f ** (2 * torch.arange(1, d // 2 + 1) / (d - 2)))
+wrong("9.6", c9s.check_rope_slowdown, "fixed s = 4", lambda d, m, f: t9._slowdown(d, m, 4.0))
+wrong("9.6", c9s.check_rope_slowdown, "integer division", lambda d, m, f: t9._slowdown(d, m, f) if m == "interpolation" else f ** ((2 * torch.arange(d // 2)) // (d - 2)))
 
 
 def _diagnose(model, V, nan_first=True, leak=True, swap=True, exact=False):

@@ -234,6 +234,11 @@ def test_rope_slowdown_passes_right_answers():
     (lambda d, m, f: _slowdown(d, "interpolation", f), "keeps the fastest pair"),
     (lambda d, m, f: _slowdown(d, "ntk", f), "fastest as much as the slowest"),
     (lambda d, m, f: "slower", "should return a tensor"),
+    (lambda d, m, f: _slowdown(d, m, f) if m == "interpolation" else f ** (2 * torch.arange(1, d // 2 + 1) / (d - 2)),
+     "counted from i = 0"),
+    (lambda d, m, f: _slowdown(d, m, 4.0), "fixed s = 4"),
+    (lambda d, m, f: _slowdown(d, m, f) if m == "interpolation" else f ** ((2 * torch.arange(d // 2)) // (d - 2)),
+     "integer division"),
     (lambda d, m, f: torch.ones(d // 2), "differs from the reference"),
 ])
 def test_rope_slowdown_names_mistakes(fn, words):

@@ -43,8 +43,16 @@ def check_rope_slowdown(fn: Callable[[int, str, float], Any]) -> str:
                 "That is how much faster each pair turns (trained / stretched the other way round): the "
                 "slowdown is the trained angle per position divided by the stretched one, >= 1.": 1 / want,
             }
+            if factor != 4.0:
+                mistakes["The factor s is an argument: your slowdown matches a fixed s = 4 (the chapter's value)."] = (
+                    reference_slowdown(d_k, method, 4.0))
             if method == "ntk":
                 mistakes.update({
+                    "Pairs are counted from i = 0 (the fastest pair, which NTK-aware scaling leaves as trained): "
+                    "with i from 1 the first pair already slows and the last one by more than s.":
+                        factor ** (2 * (i + 1) / (d_k - 2)),
+                    "The exponent 2i/(d_k-2) is a fraction: integer division (//) rounds it down to 0 for every "
+                    "pair but the last.": factor ** ((2 * i) // (d_k - 2)),
                     "The stretched frequency is (base s^(d_k/(d_k-2)))^(-2i/d_k): the factor's exponent is "
                     "2i/(d_k-2), not 2i/d_k, so that the last pair (i = d_k/2 - 1) slows by exactly s.":
                         factor ** (2 * i / d_k),
