@@ -22,13 +22,15 @@ from .validate import (
 
 
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, bias: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
-    """softmax(Q K^T / sqrt(d_k)) V with an optional boolean keep-mask. Chapter 1.
+    """softmax(Q K^T / sqrt(d_k) + bias) V with an optional boolean keep-mask. Chapter 1.
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v); mask broadcasts to
     (..., T_q, T_k) with True = attend. Returns (output (..., T_q, d_v), weights (..., T_q, T_k)).
     A query row whose keys are all masked gets zero weights and a zero output, never NaN.
+    ``bias`` (Chapter 9's ALiBi and T5 positions) broadcasts to (..., T_q, T_k) and is added to
+    the scaled scores before the mask and the softmax; None adds nothing.
     """
     check_float_tensor("q", q, range(2, 6), "(..., T_q, d_k)")
     check_float_tensor("k", k, range(2, 6), "(..., T_k, d_k)")
@@ -51,6 +53,12 @@ def scaled_dot_product_attention(
         )
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, d_k) x (..., d_k, T_k) -> (..., T_q, T_k)
+    if bias is not None:
+        check_float_tensor("bias", bias, range(2, 6), "(..., T_q, T_k)")
+        if bias.dtype != q.dtype:
+            raise TypeError(f"bias must have the dtype of q, k and v ({q.dtype}), got {bias.dtype}")
+        check_broadcast("bias", bias.shape, scores.shape, "the scores (..., T_q, T_k)")
+        scores = scores + bias  # (..., T_q, T_k)
     empty = None  # where some query row has no key at all: those rows, (..., T_q, 1)
     if mask is not None:
         check_bool_mask("mask", mask)
@@ -167,21 +175,28 @@ class MultiHeadAttention(nn.Module):
         return self.attend_heads(q, k, v, mask, need_weights)
 
     def attend_heads(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, need_weights: bool = True
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, need_weights: bool = True,
+        bias: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend with split heads q (B, h, T_q, d_k), k and v (B, h, T_k, d_k), then merge and W_O. Chapter 1.
 
         Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None). The KV cache of
         Chapter 6 calls this directly with cached k and v. With n_kv_heads < h, k and v hold
         (B, n_kv_heads, T_k, d_k): each key/value head serves h / n_kv_heads consecutive query heads (Chapter 11).
+        ``bias`` (B or 1, h, T_q, T_k): a score bias added before the softmax (ALiBi, T5: Chapter 9).
         """
+        check_bool("need_weights", need_weights)
+        check_float_tensor("q", q, 4, "(B, h, T_q, d_k)")
+        check_float_tensor("k", k, 4, "(B, h or n_kv_heads, T_k, d_k)")
+        check_float_tensor("v", v, 4, "(B, h or n_kv_heads, T_k, d_k)")
         grouped = k.dim() == 4 and self.n_kv_heads != self.n_heads and k.shape[1] == self.n_kv_heads
-        if grouped and (need_weights or not self.sdpa):
+        explicit = need_weights or not self.sdpa or bias is not None  # the softmax written out, as in Chapter 1
+        if grouped and explicit:
             group = self.n_heads // self.n_kv_heads
             k = k.repeat_interleave(group, dim=1)  # (B, n_kv, T_k, d_k) -> (B, h, T_k, d_k)
             v = v.repeat_interleave(group, dim=1)  # (B, n_kv, T_k, d_k) -> (B, h, T_k, d_k)
-        if need_weights or not self.sdpa:
-            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T_q, d_k)
+        if explicit:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, bias)  # (B, h, T_q, d_k)
             weights_out: Tensor | None = weights if need_weights else None
             if self.training and self.dropout.p > 0:
                 # dropout on the attention weights: not in the paper (section 5.4 drops sub-layer outputs and

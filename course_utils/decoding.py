@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from .data import EOS_ID, PAD_ID, SEP_ID, SOS_ID, decode, encode, make_batch
 from .gpt import DecoderOnly, generate
 from .masks import padding_mask
-from .sampling import filter_logits, sample_next
+from .sampling import check_sampling, filter_logits, sample_next
 from .validate import (
     check_bool,
     check_choice,
@@ -147,10 +147,9 @@ def sample_decode(
     (one uniform number per row, inverted CDF), so a seeded generator gives the same samples on any CPU.
     """
     _check_inputs(model, src, max_len)
-    temperature = check_number("temperature", temperature, low=0.0, low_open=True)
+    temperature, top_k, _ = check_sampling(temperature, top_k)  # before any decoding
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    sampling_probs(torch.zeros(1), temperature, top_k)  # validate top_k before decoding
 
     def sample(logits: Tensor) -> Tensor:
         return sample_next(filter_logits(logits, temperature, top_k), generator)  # (B,)

@@ -16,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
+from .interactive import attach_phone_version
 from .validate import check_positive_int
 
 # Colours of the kinds of boxes, one per kind (close to the paper's Figure 1 palette).
@@ -138,9 +139,9 @@ def draw_transformer(ax: Axes | None = None) -> Figure:
         _, ax = plt.subplots(figsize=(7.6, 8.6))
     elif not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
-    fig = ax.figure
+    fig = _figure_of(ax)
     if own:
-        fig.cu_phone = draw_transformer_phone  # the book's phone version (course_utils.plots.retina_png)
+        attach_phone_version(fig, draw_transformer_phone)  # the book's phone version (plots.retina_png)
     ax.set_xlim(-1.0, 11.1)
     ax.set_ylim(-0.3, 13.2)
     ax.axis("off")
@@ -246,6 +247,12 @@ HEAD_COLOURS = ("#8fbce6", "#f5a97f", "#a6d8a0", "#d7b5e8", "#f2d06b", "#9fd9d9"
 ROLE_COLOURS = {"Q": "#f5a97f", "K": "#8fbce6", "V": "#a6d8a0", "x": "#dddddd"}
 
 
+def _figure_of(ax: Axes) -> Figure:
+    """The figure ``ax`` draws in (the whole figure when ``ax`` sits in a SubFigure)."""
+    fig = ax.figure
+    return fig if isinstance(fig, Figure) else fig.figure
+
+
 def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
@@ -302,7 +309,7 @@ def draw_qkv_projections(T: int = 4, d_model: int = 6, ax: Axes | None = None) -
     ax.set_xlim(0, x_out + width + 1.6)
     ax.set_ylim(-0.05, 0.55 + total_h + 0.45)
     ax.set_aspect("equal")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def draw_multihead_split(T: int = 3, d_model: int = 8, n_heads: int = 2, ax: Axes | None = None) -> Figure:
@@ -345,7 +352,7 @@ def draw_multihead_split(T: int = 3, d_model: int = 8, n_heads: int = 2, ax: Axe
     ax.set_xlim(0, x_final + width + 0.2)
     ax.set_ylim(0, y + T * cell + 0.6)
     ax.set_aspect("equal")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def _flow_box(ax: Axes, x: float, y: float, label: str, kind: str, w: float = 1.9, h: float = 0.5) -> None:
@@ -395,7 +402,7 @@ def draw_post_pre_ln(ax: Axes | None = None) -> Figure:
     ax.set_xlim(-0.2, 6.6)
     ax.set_ylim(-0.3, 5.3)
     ax.set_aspect("equal")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def draw_kv_cache(steps: int = 4, ax: Axes | None = None) -> Figure:
@@ -419,7 +426,8 @@ def draw_kv_cache(steps: int = 4, ax: Axes | None = None) -> Figure:
                 ax.text(x - 0.12, y + cell * 0.7, role, ha="right", va="center", fontsize=9.5, style="italic")
         ax.text(x + t * cell / 2, 2.0, f"step {t}", ha="center", va="bottom", fontsize=9.5)
         ax.text(x + (t - 0.5) * cell, 0.3, f"$q_{{{t}}}$", ha="center", va="top", fontsize=9.5)
-    own = len(ax.figure.axes) == 1 and ax.figure.get_size_inches()[0] == 6.8
+    fig = _figure_of(ax)
+    own = len(fig.axes) == 1 and fig.get_size_inches()[0] == 6.8
     note = ax.text(0.6 + steps * panel_w / 2, -0.35,
                    "each step computes the key, value and query of the newest token only (outlined);\n"
                    "the grey keys and values are read from the cache, not recomputed",
@@ -428,9 +436,9 @@ def draw_kv_cache(steps: int = 4, ax: Axes | None = None) -> Figure:
     ax.set_ylim(-0.75, 2.45)
     ax.set_aspect("equal")
     if own:
-        ax.figure.cu_phone = lambda: _kv_cache_phone(steps)
+        attach_phone_version(fig, lambda: _kv_cache_phone(steps))
     note.set_gid("cu-kv-note")
-    return ax.figure
+    return _figure_of(ax)
 
 
 def _kv_cache_phone(steps: int) -> Figure:

@@ -21,16 +21,17 @@ from collections.abc import Callable, Sequence
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
-from torch import nn
 
 from .analysis import alignment_score, reversal_targets
 from .data import EOS_ID, FIRST_LETTER_ID, ITOS, PAD_ID, SOS_ID, VOCAB_SIZE, make_batch
 from .decoding import greedy_decode, reverse_strings, sample_reversals, sampling_probs
 from .interactive import Explorer, choice, explore, float_slider, int_slider, phone_layout, text
 from .masks import padding_mask
+from .model import Transformer
 from .plots import BOOK_RC, attention_grid
 from .positional import sinusoidal_encoding
-from .validate import check_int, check_number, check_positive_int, check_str_list
+from .sampling import check_sampling
+from .validate import check_int, check_positive_int, check_str_list
 
 MAX_INPUT = 24  # longest input the live text boxes accept (the pictures stay legible)
 
@@ -63,13 +64,13 @@ def _label(token_id: int) -> str:
 
 # --- Chapter 2 ------------------------------------------------------------------------------
 
-@_book_figure
 def _check_seq2seq(model: object, allow_none: bool = True) -> None:
     if (model is None and allow_none) or hasattr(getattr(model, "config", None), "n_decoder_layers"):
         return
     raise TypeError(f"model must be an encoder-decoder course_utils.model.Transformer, got {type(model).__name__}")
 
 
+@_book_figure
 def draw_pe_columns(d_model: int, pair: int, positions: int = 100) -> Figure:
     """Columns 2i (sin) and 2i+1 (cos) of the sinusoidal table over ``positions`` positions. Chapter 2.
 
@@ -108,15 +109,13 @@ def pe_explorer(uid: str = "ch2-pe-explorer") -> Explorer:
 # --- Chapter 6 ------------------------------------------------------------------------------
 
 @torch.no_grad()
-def next_token_table(model: nn.Module, word: str, temperature: float = 1.0,
+def next_token_table(model: Transformer, word: str, temperature: float = 1.0,
                      top_k: int | None = None) -> tuple[torch.Tensor, list[int]]:
     """Sampling probabilities (T_out, V) at every step of the greedy output for ``word``, and that output. Chapter 6.
 
     Row t is the distribution the sampler draws from after the greedy prefix up to step t.
     """
-    check_number("temperature", temperature, low=0.0, low_open=True)
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
+    temperature, top_k, _ = check_sampling(temperature, top_k)
     src, _, _ = make_batch([_check_input(word)])
     out = greedy_decode(model, src, max_len=len(word) + 2)[0].tolist()  # (T_out,) ids, EOS included
     if EOS_ID in out:
@@ -128,7 +127,7 @@ def next_token_table(model: nn.Module, word: str, temperature: float = 1.0,
 
 
 @_book_figure
-def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n_samples: int = 8) -> Figure:
+def draw_sampling(model: Transformer, word: str, temperature: float, top_k: int, n_samples: int = 8) -> Figure:
     """Next-token probabilities along the greedy output, and ``n_samples`` sampled outputs. Chapter 6."""
     check_positive_int("n_samples", n_samples)
     check_positive_int("top_k", top_k)
@@ -159,7 +158,7 @@ def draw_sampling(model: nn.Module, word: str, temperature: float, top_k: int, n
     return fig
 
 
-def sampling_explorer(model: nn.Module | None = None, words: Sequence[str] = ("reversal", "attention"),
+def sampling_explorer(model: Transformer | None = None, words: Sequence[str] = ("reversal", "attention"),
                       uid: str = "ch6-sampling-explorer") -> Explorer:
     """Sampling from the trained model; live: any input, temperature 0.1-3, top-k 1-V. Chapter 6."""
     words = check_str_list("words", words)
@@ -182,7 +181,7 @@ def sampling_explorer(model: nn.Module | None = None, words: Sequence[str] = ("r
 
 @_book_figure
 @torch.no_grad()
-def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
+def draw_cross_attention(model: Transformer, word: str, layer: int) -> Figure:
     """Every head's cross-attention in decoder ``layer`` for ``word``, with its alignment score. Chapter 7.
 
     The decoder reads the true reversal (teacher forcing, as in the chapter), so row t is the step
@@ -212,8 +211,8 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
         for ax, title in zip(fig.axes, titles, strict=False):
             ax.set_title(title, fontsize=9)
             ax.set_yticks(range(0, len(queries), step), queries[::step], fontsize=8)
-        if fig._suptitle is not None:
-            fig._suptitle.set_fontsize(10)  # two lines that fit the phone's 4 inches
+        if fig.get_suptitle():
+            fig.suptitle(fig.get_suptitle(), fontsize=10)  # two lines that fit the phone's 4 inches
         fig.tight_layout()
         return fig
     fig = attention_grid(cross[0].unsqueeze(0), keys=keys, queries=queries, row_titles=[f"layer {layer}"],
@@ -224,7 +223,7 @@ def draw_cross_attention(model: nn.Module, word: str, layer: int) -> Figure:
     return fig
 
 
-def cross_attention_explorer(model: nn.Module | None = None,
+def cross_attention_explorer(model: Transformer | None = None,
                              words: Sequence[str] = ("reversal", "abc", "heatmap", "attention",
                                                      "lengthgeneralisation"),
                              uid: str = "ch7-explorer") -> Explorer:

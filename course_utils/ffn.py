@@ -40,7 +40,8 @@ class GeGLU(SwiGLU):
         return self.W_2(gelu(self.W(x)) * self.V(x))  # (..., d_hidden) -> (..., d_model)
 
 
-FFN_ACTIVATIONS = {"relu": PositionwiseFeedForward, "gelu": GELUFeedForward, "swiglu": SwiGLU, "geglu": GeGLU}
+FFN_ACTIVATIONS: dict[str, type[PositionwiseFeedForward] | type[SwiGLU]] = {
+    "relu": PositionwiseFeedForward, "gelu": GELUFeedForward, "swiglu": SwiGLU, "geglu": GeGLU}
 
 
 def swap_ffn_activation(model: nn.Module, activation: str) -> nn.Module:
@@ -68,7 +69,7 @@ def swap_ffn_activation(model: nn.Module, activation: str) -> nn.Module:
 
 
 # ---------------------------------------------------------------- the FFN as a key-value memory
-def _ffn_of(model: nn.Module, layer: int) -> nn.Module:
+def _ffn_of(model: nn.Module, layer: int) -> PositionwiseFeedForward | SwiGLU:
     layers = getattr(model, "layers", None)
     if not isinstance(layers, nn.ModuleList):
         raise TypeError(f"model must have a ModuleList `layers` of blocks, got {type(model).__name__}")
@@ -80,7 +81,7 @@ def _ffn_of(model: nn.Module, layer: int) -> nn.Module:
     return ffn
 
 
-def _out_linear(ffn: nn.Module) -> nn.Linear:
+def _out_linear(ffn: PositionwiseFeedForward | SwiGLU) -> nn.Linear:
     return ffn.linear2 if isinstance(ffn, PositionwiseFeedForward) else ffn.W_2
 
 

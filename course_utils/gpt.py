@@ -44,7 +44,7 @@ from .masks import causal_mask
 from .model import EncoderBlock, KVCache
 from .norm import LayerNorm
 from .positions import PositionalScheme, check_position_fields, training_position_map
-from .sampling import filter_logits, sample_next
+from .sampling import check_sampling, filter_logits, sample_next
 from .torch_reference import to_torch_encoder  # noqa: F401  (re-exported: Chapter 8 imports it from here)
 from .validate import (
     check_bool,
@@ -300,9 +300,8 @@ def generate(
         if tuple(positions.shape) != (B, T0 + max_new_tokens):
             raise ValueError(f"positions must have shape (B, T0 + max_new_tokens) = {(B, T0 + max_new_tokens)}, "
                              f"got {tuple(positions.shape)}")
+    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p, greedy_ok=True)
     greedy = temperature == 0
-    if not greedy:
-        filter_logits(prompt.new_zeros(1, 2, dtype=torch.float), temperature, top_k, top_p)  # validate early
     model.eval()
     seq = prompt
     finished = torch.zeros(B, dtype=torch.bool, device=prompt.device)

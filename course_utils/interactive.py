@@ -74,12 +74,28 @@ def phone_layout() -> bool:
     return _PHONE.get()
 
 
+#: The attribute under which a figure carries the function that draws its phone version
+#: (read by :func:`course_utils.plots.retina_png`; set with :func:`attach_phone_version`).
+PHONE_VERSION = "cu_phone"
+
+
+def attach_phone_version(fig: Figure, draw: Callable[[], Figure]) -> Figure:
+    """Let ``fig`` carry ``draw``, a function that draws its phone version; returns ``fig``. Chapter 1."""
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if not callable(draw):
+        raise TypeError(f"draw must be a function that returns the phone version (a Figure), got {type(draw).__name__}")
+    setattr(fig, PHONE_VERSION, draw)
+    return fig
+
+
 def smallest_text_px(fig: Figure) -> float:
     """The smallest font size of the figure's visible text, in CSS px at 100 px per inch."""
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
-             if t.get_visible() and str(t.get_text()).strip()]
+    # duck-typed: anything with a font size and a text (Text, Annotation, a table's Cell)
+    texts: list[Any] = fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+    sizes = [t.get_fontsize() for t in texts if t.get_visible() and str(t.get_text()).strip()]
     return round(min(sizes) * 100 / 72, 1) if sizes else 0.0
 
 
@@ -372,7 +388,7 @@ class Explorer(FrameExplorer):
         if not book:  # every control is live-only: the book shows the defaults as one frame
             book = [(self.specs[0].name, [str(self.specs[0].default)])]
         self.live_only = frames is None  # made in a live-only session (COURSE_EXPLORERS=live): no frames
-        if self.live_only:
+        if frames is None:
             frames = {key: b"" for key in itertools.product(*(range(len(values)) for _, values in book))}
         super().__init__(uid, book, frames, caption, phone_frames, text_px)
         self.draw, self.dpi = draw, dpi

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import torch
 from torch import Tensor, nn
@@ -249,7 +250,7 @@ def cached_self_attention(
         k = torch.cat([past_k, k], dim=2)  # (B, h, t + T_new, d_k)
         v = torch.cat([past_v, v], dim=2)  # (B, h, t + T_new, d_k)
     cache.self_k[layer], cache.self_v[layer] = k, v
-    return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
+    return mha.attend_heads(q, k, v, mask, need_weights, bias=None if rel is None else rel.bias())
 
 
 class DecoderBlock(nn.Module):
@@ -294,7 +295,7 @@ class DecoderBlock(nn.Module):
             q = rel.rotate(q, rel.q_pos)
         k, v = cache.cross_k[layer], cache.cross_v[layer]
         assert k is not None and v is not None
-        return attend_with_bias(mha, q, k, v, mask, None if rel is None else rel.bias(), need_weights)
+        return mha.attend_heads(q, k, v, mask, need_weights, bias=None if rel is None else rel.bias())
 
     def forward(
         self,
@@ -427,6 +428,13 @@ class Transformer(nn.Module):
         return src_pos, tgt_pos
 
     # -- the three entry points ----------------------------------------------------------------
+    @overload  # for the type checker: the memory alone, or with the weights when return_attention=True
+    def encode(self, src: Tensor, src_mask: Tensor | None = ..., return_attention: Literal[False] = ...,
+               positions: Tensor | None = ...) -> Tensor: ...
+    @overload
+    def encode(self, src: Tensor, src_mask: Tensor | None = ..., *, return_attention: Literal[True],
+               positions: Tensor | None = ...) -> tuple[Tensor, list[Tensor]]: ...
+
     def encode(
         self, src: Tensor, src_mask: Tensor | None = None, return_attention: bool = False,
         positions: Tensor | None = None,
@@ -453,6 +461,15 @@ class Transformer(nn.Module):
                 weights.append(w)  # (B, h, T_src, T_src)
         memory = self.encoder_norm(x)
         return (memory, weights) if return_attention else memory
+
+    @overload  # for the type checker, as for encode
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = ..., tgt_mask: Tensor | None = ...,
+               cache: KVCache | None = ..., return_attention: Literal[False] = ...,
+               positions: tuple[Tensor, Tensor] | None = ...) -> Tensor: ...
+    @overload
+    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = ..., tgt_mask: Tensor | None = ...,
+               cache: KVCache | None = ..., *, return_attention: Literal[True],
+               positions: tuple[Tensor, Tensor] | None = ...) -> tuple[Tensor, dict[str, list[Tensor]]]: ...
 
     def decode(
         self,

@@ -6,14 +6,17 @@ import base64
 import io
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.typing import RcKeyType
 from torch import Tensor
 
-from .interactive import palette_png, png_size, smallest_text_px
+from .interactive import PHONE_VERSION, attach_phone_version, palette_png, png_size, smallest_text_px
 
 
 def _as_array(weights: Tensor | np.ndarray, name: str) -> np.ndarray:
@@ -51,7 +54,8 @@ def _check_common(ax: object = None, title: object = None, vmin: object = 0.0, v
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))
                                   or not np.isfinite(value)):
             raise TypeError(f"{name} must be a number or None, got {type(value).__name__} {value!r}")
-    if vmin is not None and vmax is not None and not vmin < vmax:
+    numbers = (int, float, np.number)
+    if isinstance(vmin, numbers) and isinstance(vmax, numbers) and not float(vmin) < float(vmax):
         raise ValueError(f"vmin must be smaller than vmax, got vmin={vmin} and vmax={vmax}")
     if not isinstance(cmap, str) or cmap not in plt.colormaps():
         raise ValueError(f"cmap must be a matplotlib colormap name such as 'viridis', got {cmap!r}")
@@ -148,7 +152,7 @@ def attention_grid(
 
 
 #: Matplotlib defaults for the book's text column (about 688 px wide at 100 dpi).
-BOOK_RC: dict[str, object] = {
+BOOK_RC: dict[RcKeyType, Any] = {
     "figure.dpi": 100,  # 1 inch = 100 CSS px on the page: a 6.8-inch figure fills the column
     "figure.figsize": (6.4, 3.4),
     "savefig.dpi": 200,  # explorer frames and files: sharp on 2x screens
@@ -236,8 +240,13 @@ def _restack(fig: Figure, groups: list[list[Axes]], width: float, height: float)
             x1 = x_left + (box.x1 - a) / (b - a) * (x_right - x_left)
             y0 = (n - 1 - i + box.y0) / n
             y1 = (n - 1 - i + box.y1) / n
-            ax.set_position([x0, y0, x1 - x0, y1 - y0])
+            ax.set_position((x0, y0, x1 - x0, y1 - y0))
     return new_height
+
+
+def _first_label_points(labels: Sequence[Text]) -> float | None:
+    """The font size in points of the first tick label, None without labels."""
+    return labels[0].get_fontproperties().get_size_in_points() if labels else None
 
 
 def _phone_png(fig: Figure) -> tuple[bytes, dict[str, float]] | None:
@@ -248,10 +257,8 @@ def _phone_png(fig: Figure) -> tuple[bytes, dict[str, float]] | None:
     panels stacked in a column, no text smaller than :data:`PHONE_MIN_PT` points, and put back
     as it was afterwards. None when the figure holds nothing to draw.
     """
-    from matplotlib.text import Text
 
-
-    draw_phone = getattr(fig, "cu_phone", None)
+    draw_phone = getattr(fig, PHONE_VERSION, None)
     if callable(draw_phone):
         phone = draw_phone()
         if not isinstance(phone, Figure):
@@ -263,9 +270,8 @@ def _phone_png(fig: Figure) -> tuple[bytes, dict[str, float]] | None:
     width, height = fig.get_size_inches()
     positions = [(ax, ax.get_position(original=True), ax.get_position()) for ax in fig.axes]
     texts = [t for t in fig.findobj(Text) if t.get_visible() and str(t.get_text()).strip()]
-    fonts = [(t, t.get_fontsize()) for t in texts]
-    ticks = [(ax, ax.xaxis.get_ticklabels()[0].get_fontsize() if ax.xaxis.get_ticklabels() else None,
-              ax.yaxis.get_ticklabels()[0].get_fontsize() if ax.yaxis.get_ticklabels() else None)
+    fonts = [(t, t.get_fontproperties().get_size_in_points()) for t in texts]
+    ticks = [(ax, _first_label_points(ax.xaxis.get_ticklabels()), _first_label_points(ax.yaxis.get_ticklabels()))
              for ax in fig.axes]
     engine = fig.get_layout_engine()
     try:
@@ -413,7 +419,9 @@ def patch_attention_figure(
         bottom.set_xticks([])
         bottom.set_yticks([])
         bottom.spines[:].set_visible(False)
+    if image is None:
+        raise ValueError("images must hold at least one image, got none")
     fig.colorbar(image, ax=fig.axes, shrink=0.6, label="attention weight")
     if not phone:
-        fig.cu_phone = lambda: patch_attention_figure(pictures, w, titles, phone=True)
+        attach_phone_version(fig, lambda: patch_attention_figure(pictures, w, titles, phone=True))
     return fig

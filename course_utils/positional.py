@@ -238,14 +238,18 @@ def stretch_rope(model: nn.Module, method: str, factor: float) -> nn.Module:
     stretched = copy.deepcopy(model)
     for m in stretched.modules():
         if getattr(m, "kind", None) == "rope" and hasattr(m, "cos"):
-            T, d_k, dtype = m.cos.shape[0], m.d_k, m.cos.dtype
+            old_cos, d_k = m.cos, m.d_k
+            if not isinstance(old_cos, Tensor) or not isinstance(d_k, int):
+                raise TypeError(f"a RoPE sub-module must hold a cos table (Tensor) and an int d_k, "
+                                f"got {type(old_cos).__name__} and {type(d_k).__name__}")
+            T, dtype = old_cos.shape[0], old_cos.dtype
             if method == "interpolation":
                 cos, sin = rope_tables(T, d_k, dtype=dtype, scale=factor)
             elif method == "ntk":
                 cos, sin = rope_tables(T, d_k, base=ntk_base(d_k, factor), dtype=dtype)
             else:
                 cos, sin = rope_tables(T, d_k, dtype=dtype)
-            m.cos, m.sin = cos.to(m.cos.device), sin.to(m.sin.device)
+            m.cos, m.sin = cos.to(old_cos.device), sin.to(old_cos.device)
     return stretched
 
 

@@ -12,7 +12,6 @@ plugs it into attention.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Protocol
 
 import torch
@@ -30,9 +29,6 @@ from .positional import (
 )
 from .positional import random_positions as random_positions_draw
 from .validate import (
-    check_bool_mask,
-    check_broadcast,
-    check_float_tensor,
     check_int,
     check_number,
     check_positive_int,
@@ -150,29 +146,15 @@ def attend(
     q = rel.rotate(mha.split_heads(mha.W_Q(query)), rel.q_pos)  # (B, h, T_q, d_k)
     k = rel.rotate(mha.split_heads(mha.W_K(key)), rel.k_pos)  # (B, h, T_k, d_k)
     v = mha.split_heads(mha.W_V(key))  # (B, h, T_k, d_k)
-    return attend_with_bias(mha, q, k, v, mask, rel.bias(), need_weights)
+    return mha.attend_heads(q, k, v, mask, need_weights, bias=rel.bias())
 
 
 def attend_with_bias(
     mha: MultiHeadAttention, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
     need_weights: bool,
 ) -> tuple[Tensor, Tensor | None]:
-    """``mha.attend_heads`` with an optional score bias (B or 1, h, T_q, T_k) added before the softmax. Chapter 9."""
-    if bias is None:
-        return mha.attend_heads(q, k, v, mask, need_weights)
-    check_float_tensor("bias", bias, 4, "(B or 1, h, T_q, T_k)")
-    check_broadcast("bias", bias.shape, (q.shape[0], q.shape[1], q.shape[2], k.shape[2]), "the scores (B, h, T_q, T_k)")
-    # (B, h, T_q, d_k) x (B, h, d_k, T_k) -> (B, h, T_q, T_k), plus the bias
-    scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias
-    if mask is not None:
-        check_bool_mask("mask", mask)
-        any_kept = mask.any(dim=-1, keepdim=True)  # rows with no key get zero weights, never NaN
-        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
-    weights = torch.softmax(scores, dim=-1)  # (B, h, T_q, T_k)
-    if mask is not None:
-        weights = weights.masked_fill(~mask, 0.0)
-    out = mha.dropout(weights) @ v  # (B, h, T_q, T_k) x (B, h, T_k, d_k) -> (B, h, T_q, d_k)
-    return mha.W_O(mha.merge_heads(out)), (weights if need_weights else None)  # (B, T_q, d_model)
+    """``mha.attend_heads(q, k, v, mask, need_weights, bias=bias)``: kept for code that imports it. Chapter 9."""
+    return mha.attend_heads(q, k, v, mask, need_weights, bias=bias)
 
 
 def check_position_fields(config: PositionalConfig) -> None:

@@ -23,8 +23,8 @@ class Question:
         if isinstance(self.choices, str) or not all(isinstance(c, str) for c in self.choices):
             raise TypeError(f"choices must be a list of str, got {self.choices!r:.60}")
         if self.choices:
-            is_index = isinstance(self.answer, int) and not isinstance(self.answer, bool)
-            if not is_index or not 0 <= self.answer < len(self.choices):
+            answer = self.answer
+            if not isinstance(answer, int) or isinstance(answer, bool) or not 0 <= answer < len(self.choices):
                 raise ValueError(
                     f"answer must be the index of the right choice (0..{len(self.choices) - 1}), "
                     f"got {self.answer!r}"

@@ -7,18 +7,31 @@ and the decoder-only ``gpt.generate`` (Chapter 8) both call :func:`filter_logits
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from .validate import check_finite, check_positive_int, check_rank, check_tensor
+from .validate import check_bool, check_finite, check_number, check_positive_int, check_rank, check_tensor
 
 
-def _check_temperature(temperature: object) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature < math.inf:
-        raise ValueError(f"temperature must be a positive number (0 = greedy in generate), got {temperature!r}")
-    return float(temperature)
+def check_sampling(
+    temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, greedy_ok: bool = False
+) -> tuple[float, int | None, float | None]:
+    """The sampling arguments, checked by one rule for every sampler of the course. Chapters 6 and 8.
+
+    ``temperature`` a positive number (with ``greedy_ok`` also 0, :func:`course_utils.gpt.generate`'s
+    greedy decoding); ``top_k`` None or a positive int; ``top_p`` None or a number in (0, 1].
+    Returns them as (float, int or None, float or None); raises before any decoding starts.
+    """
+    check_bool("greedy_ok", greedy_ok)
+    zero = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature == 0
+    if not (greedy_ok and zero):
+        try:
+            temperature = check_number("temperature", temperature, low=0.0, low_open=True)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{error}" + (" (or 0 for greedy decoding)" if greedy_ok else "")) from None
+    k = None if top_k is None else check_positive_int("top_k", top_k)
+    p = None if top_p is None else check_number("top_p", top_p, 0.0, 1.0, low_open=True)
+    return float(temperature), k, p
 
 
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
@@ -42,8 +55,7 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     """
     check_tensor("logits", logits)
     check_finite("logits", logits, "a NaN logit cannot be ranked", allow_neg_inf=True)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
-        raise ValueError(f"p must be a number in (0, 1], got {p!r}")
+    p = check_number("p", p, 0.0, 1.0, low_open=True)
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., V)
     probs = torch.softmax(sorted_logits, dim=-1)
     mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
@@ -58,12 +70,11 @@ def filter_logits(
     """logits / temperature, then top-k, then top-p filtering (each optional). Chapters 6 and 8."""
     check_tensor("logits", logits)
     check_finite("logits", logits, "a NaN logit cannot be ranked or sampled", allow_neg_inf=True)
-    logits = logits / _check_temperature(temperature)
+    temperature, top_k, top_p = check_sampling(temperature, top_k, top_p)
+    logits = logits / temperature
     if top_k is not None:
-        logits = top_k_filter(logits, check_positive_int("top_k", top_k))
+        logits = top_k_filter(logits, top_k)
     if top_p is not None:
-        if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
         logits = top_p_filter(logits, top_p)
     return logits
 

@@ -99,7 +99,7 @@ def is_chapter(path: Path, chapters: Path = CHAPTERS) -> bool:
 def chapter_path(chapter: str | int | Path, chapters: Path = CHAPTERS) -> Path:
     """The course notebook named by ``chapter``: 1, "01", "01_attention" or a path to it."""
     if isinstance(chapter, Path) or str(chapter).endswith(".ipynb"):
-        path = Path(chapter)
+        path = Path(str(chapter))
         if path.exists():
             if not is_chapter(path, chapters):
                 raise ValueError(f"chapter must be a course chapter in {chapters.name}/ (e.g. "
@@ -215,8 +215,8 @@ def checker_of(source: str, chapter_module: str) -> object:
     # a chapter's checkers may sit in several modules (ch09_length, ch09_stretch): look in its siblings
     package, _, name = chapter_module.rpartition(".")
     prefix = re.match(r"ch\d+_", name)
-    folder = Path(module.__file__).parent if prefix else None
-    siblings = sorted(f"{package}.{m.stem}" for m in folder.glob(f"{prefix[0]}*.py")) if folder else []
+    folder = Path(module.__file__).parent if prefix and module.__file__ else None
+    siblings = sorted(f"{package}.{m.stem}" for m in folder.glob(f"{prefix[0]}*.py")) if folder and prefix else []
     found = [m for m in siblings if hasattr(importlib.import_module(m), calls[-1])]
     if not found:
         raise ValueError(f"{calls[-1]} is in none of the chapter's checker modules "

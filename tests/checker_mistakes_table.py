@@ -1273,3 +1273,47 @@ wrong("10.5", c10d.check_diagnose, "should return one of", lambda m, V: "nan")
 wrong("10.5", c10d.check_diagnose, "diagnosed as 'healthy'", lambda m, V: "healthy")
 wrong("10.5", c10d.check_diagnose, "diagnosed as 'leaking mask'", lambda m, V: "leaking mask")
 wrong("10.5", c10d.check_diagnose, "in place", _diagnose_in_place)
+
+
+def _diagnose_probe(change: int, compare: slice):
+    """A leakage probe that changes token ``change`` and compares outputs ``compare`` (wrong unless -1, :-1)."""
+    def diagnose(model, V):
+        tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            out = model(tokens)
+            if torch.isnan(out).any():
+                return "float16 overflow"
+            changed = tokens.clone()
+            changed[:, change] = (changed[:, change] + 1) % V
+            if not torch.allclose(model(changed)[:, compare], out[:, compare], atol=1e-6):
+                return "leaking mask"
+        return _diagnose(model, V)
+    return diagnose
+
+
+def _diagnose_swap_own(model, V):
+    """An order probe that compares the swapped positions' own outputs."""
+    tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        out = model(tokens)
+        if torch.isnan(out).any():
+            return "float16 overflow"
+        swapped = tokens.clone()
+        swapped[:, [0, 1]] = tokens[:, [1, 0]]
+        if not torch.allclose(model(swapped)[:, :2], out[:, :2], atol=1e-6):
+            return "missing positions"
+    return "healthy"
+
+
+def _diagnose_nan_threshold(model, V):
+    """A NaN probe that looks for large outputs instead of NaN."""
+    with torch.no_grad():
+        out = model(torch.arange(6)[None] % V)
+    return "float16 overflow" if out.abs().max() > 0.5 else _diagnose(model, V)
+
+
+wrong("10.5", c10d.check_diagnose, "Change only a later token", _diagnose_probe(0, slice(1, None)))
+wrong("10.5", c10d.check_diagnose, "compare only the outputs at the positions before it", _diagnose_probe(-1, slice(None)))
+wrong("10.5", c10d.check_diagnose, "order probe fires on a model that has its positional encoding", _diagnose_swap_own)
+wrong("10.5", c10d.check_diagnose, "NaN probe fires on a model without NaN", _diagnose_nan_threshold)
+wrong("10.5", c10d.check_diagnose, "has no attribute 'bug'", lambda m, V: m.bug)

@@ -135,6 +135,7 @@ def _examples() -> dict[str, Callable[[], Any]]:
         "v": lambda: torch.randn(B, H, T, D // H, generator=g),
         "logits": lambda: torch.randn(B, V, generator=g),
         "weights": lambda: torch.softmax(torch.randn(B, H, T, T, generator=g), dim=-1),
+        "bias": lambda: torch.randn(B, H, T, T, generator=g),  # a score bias (ALiBi, T5), where it has no default
         "ids": lambda: torch.randint(0, V, (B, T), generator=g),
         "src": lambda: torch.randint(3, V, (B, T), generator=g),
         "tgt": lambda: torch.randint(3, V, (B, T), generator=g),

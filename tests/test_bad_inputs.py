@@ -856,7 +856,8 @@ bad(M_, lambda: utils.power_of_ten("1e3"), TypeError, "x must be a positive numb
 bad(M_, lambda: norm.SublayerConnection(8, placement="middle"), ValueError, "placement must be")
 bad(M_, lambda: model.PositionalScheme({"positional": "rope"}), TypeError, "config must be a TransformerConfig")
 bad(M_, lambda: model.AttentionPositions("scheme", "encoder", torch.arange(3), torch.arange(3)), TypeError, "scheme must be")
-bad(M_, lambda: model.attend_with_bias(MHA, Q, Q, Q, None, torch.zeros(9, 9), False), ValueError, "bias")
+bad(M_, lambda: model.attend_with_bias(MHA, *[MHA.split_heads(Q)] * 3, None, torch.zeros(9, 9), False), ValueError,
+    "bias")
 bad(M_, lambda: model.copy_mha_weights(MHA, torch.nn.MultiheadAttention(16, 2)), ValueError, "d_model")
 bad(M_, lambda: model.copy_norm_weights(LN, torch.nn.LayerNorm(16)), ValueError, "d_model")
 bad(M_, lambda: model.copy_ffn_weights(model.PositionwiseFeedForward(8, 16), torch.nn.Linear(8, 8)), TypeError, "theirs")
@@ -917,7 +918,8 @@ bad(I_, lambda: runs_mlm.run_mlm(stop_after=2.5), TypeError, "stop_after must be
 bad(Z_, lambda: runs_mlm.run_mlm(steps=5, stop_after=6), ValueError, "stop_after must be an int in [1, 5]")
 
 # chapters 1-10: masks of the opposite convention
-bad(K_, lambda: model.attend_with_bias(MHA, Q, Q, Q, ~CAUSAL4, None, False), ValueError, "PyTorch's convention")
+bad(K_, lambda: model.attend_with_bias(MHA, *[MHA.split_heads(Q)] * 3, ~CAUSAL4, None, False), ValueError,
+    "PyTorch's convention")
 bad(K_, lambda: model.cached_self_attention(MHA, Q, ~CAUSAL4, False, None, 0), ValueError, "PyTorch's convention")
 bad(K_, lambda: norm.masked_feature_stats(X, torch.ones(2, 3)), TypeError, "keep must be a boolean")
 bad(K_, lambda: ablations.KeySizeAttention(8, 2, 4)(Q, mask=~CAUSAL4), ValueError, "PyTorch's convention")

@@ -106,3 +106,51 @@ def test_top_k_1_sampling_is_greedy():
     sampled = sample_decode(model, src, max_len=12, temperature=5.0, top_k=1,
                             generator=torch.Generator().manual_seed(0))
     assert torch.equal(sampled, greedy_decode(model, src, max_len=12))
+
+
+# ---------------------------------------------------------------- one rule for the sampling arguments
+BAD_SAMPLING = [
+    (dict(temperature=0.0), ValueError, "temperature must be a positive number, got 0.0"),
+    (dict(temperature=float("nan")), ValueError, "temperature must be a positive number, got nan"),
+    (dict(temperature="hot"), TypeError, "temperature must be a positive number, got str"),
+    (dict(top_k=0), ValueError, "top_k must be a positive int, got 0"),
+    (dict(top_k=2.5), TypeError, "top_k must be a positive int"),
+    (dict(top_p=1.5), ValueError, r"top_p must be a number in \(0, 1\], got 1.5"),
+    (dict(top_p=0.0), ValueError, r"top_p must be a number in \(0, 1\], got 0.0"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), BAD_SAMPLING, ids=[str(k) for k, _, _ in BAD_SAMPLING])
+def test_every_sampler_refuses_bad_sampling_arguments_alike(kwargs, error, message):
+    """filter_logits, sample_decode, gpt.generate and the Chapter 6 explorer all call check_sampling:
+    the same bad argument gets the same error from each, before any decoding."""
+    from conftest import tiny_decoder_only
+
+    from course_utils.explorers import next_token_table
+    from course_utils.gpt import generate
+    from course_utils.sampling import check_sampling, filter_logits
+
+    seq2seq, gpt, prompt = _model(0, True), tiny_decoder_only(), torch.zeros(1, 2, dtype=torch.long)
+    samplers = [check_sampling, lambda **kw: filter_logits(torch.zeros(1, 5), **kw)]
+    if kwargs.get("temperature") != 0.0:  # generate's temperature 0 is greedy decoding
+        samplers.append(lambda **kw: generate(gpt, prompt, 3, **kw))
+    if "top_p" not in kwargs:  # the encoder-decoder samplers of Chapter 6 have no top_p
+        samplers += [lambda **kw: sample_decode(seq2seq, _src(0), 5, **kw),
+                     lambda **kw: next_token_table(seq2seq, "abc", **kw)]
+    for sample in samplers:
+        with pytest.raises(error, match=message):
+            sample(**kwargs)
+
+
+def test_greedy_generation_checks_its_filters_too():
+    from conftest import tiny_decoder_only
+
+    from course_utils.gpt import generate
+    from course_utils.sampling import check_sampling
+
+    assert check_sampling(0, greedy_ok=True) == (0.0, None, None)
+    assert check_sampling(0.5, 3, 0.9) == (0.5, 3, 0.9)
+    with pytest.raises(ValueError, match=r"temperature must be a positive number, got -1.0 \(or 0 for greedy"):
+        check_sampling(-1.0, greedy_ok=True)
+    with pytest.raises(ValueError, match="top_k must be a positive int, got 0"):  # ignored before: greedy
+        generate(tiny_decoder_only(), torch.zeros(1, 2, dtype=torch.long), 3, temperature=0, top_k=0)

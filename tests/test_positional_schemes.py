@@ -239,3 +239,80 @@ def test_random_fraction_keeps_plain_positions_for_the_rest():
     assert (tgt_pos[~plain].max(1).values > 5).float().mean() > 0.95  # the others spread over 0..39
     with pytest.raises(ValueError, match="random_fraction must be a number in"):
         config(random_fraction=0.0)
+
+
+# ---------------------------------------------------------------- one masked softmax for every scheme
+def _attend_with_bias_before_the_fold(mha, q, k, v, mask, bias, need_weights):
+    """positions.attend_with_bias as it was before the score bias moved into scaled_dot_product_attention."""
+    if bias is None:
+        return mha.attend_heads(q, k, v, mask, need_weights)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(mha.d_k) + bias
+    if mask is not None:
+        any_kept = mask.any(dim=-1, keepdim=True)
+        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~any_kept, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    out = mha.dropout(weights) @ v
+    return mha.W_O(mha.merge_heads(out)), (weights if need_weights else None)
+
+
+@pytest.mark.parametrize("scheme", POSITIONAL_SCHEMES)
+def test_the_score_bias_gives_what_the_separate_softmax_gave(scheme):
+    """Random inputs, every kind of attention, masks with and without key-less rows, weights or not,
+    dropout on or off: the folded path (attend_heads(..., bias=)) equals the old copy bit for bit."""
+    from course_utils.positions import attend_with_bias
+
+    model = build(positional=scheme, dropout=0.25)
+    B, h, T_q, T_k, d_k = 2, 4, 5, 7, 4
+    g = torch.Generator().manual_seed(3)
+    pad = torch.ones(B, 1, 1, T_k, dtype=torch.bool)
+    pad[1, ..., 3:] = False
+    no_key = torch.ones(B, 1, T_q, T_k, dtype=torch.bool)
+    no_key[0, 0, 2] = False  # one query row with no key at all
+    masks = [None, torch.ones(T_q, T_k, dtype=torch.bool).tril(T_k - T_q), pad, no_key]
+    q_pos, k_pos = torch.arange(T_q).expand(B, T_q) + 2, torch.arange(T_k).expand(B, T_k)
+    mha = model.encoder_layers[0].self_attn
+    compared = 0
+    for kind in ("encoder", "decoder", "cross"):
+        rel = model.positional_scheme.relation(kind, q_pos, k_pos)
+        bias = None if rel is None else rel.bias()
+        assert (bias is not None) == (scheme in ("alibi", "t5"))
+        q, k, v = (torch.randn(B, h, T, d_k, generator=g) for T in (T_q, T_k, T_k))
+        for mask in masks:
+            for need_weights in (True, False):
+                for training in (False, True):
+                    mha.train(training)
+                    torch.manual_seed(7)
+                    want = _attend_with_bias_before_the_fold(mha, q, k, v, mask, bias, need_weights)
+                    torch.manual_seed(7)
+                    got = mha.attend_heads(q, k, v, mask, need_weights, bias=bias)
+                    torch.manual_seed(7)
+                    wrapped = attend_with_bias(mha, q, k, v, mask, bias, need_weights)
+                    for new in (got, wrapped):
+                        assert torch.equal(new[0], want[0])
+                        assert (new[1] is None) == (want[1] is None)
+                        assert new[1] is None or torch.equal(new[1], want[1])
+                    assert not torch.isnan(got[0]).any()
+                    compared += 1
+    assert compared == 3 * len(masks) * 2 * 2
+
+
+def test_score_bias_of_scaled_dot_product_attention_is_checked():
+    from course_utils.attention import scaled_dot_product_attention
+
+    q = torch.randn(2, 3, 4)
+    out, w = scaled_dot_product_attention(q, q, q, bias=torch.zeros(3, 3))
+    torch.testing.assert_close(out, scaled_dot_product_attention(q, q, q)[0])
+    bias = torch.zeros(3, 3)
+    bias[:, 0] = math.log(2.0)  # key 0 counts twice
+    w_bias = scaled_dot_product_attention(q, q, q, bias=bias)[1]
+    torch.testing.assert_close(w_bias, torch.softmax(q @ q.transpose(-2, -1) / 2 + bias, dim=-1))
+    for bad, error, words in [
+        (torch.zeros(4, 4), ValueError, r"bias of shape \(4, 4\) does not broadcast"),
+        (torch.zeros(3, 3, dtype=torch.float64), TypeError, "bias must have the dtype"),
+        (torch.zeros(3, 3, dtype=torch.long), TypeError, "bias"),
+        ([[0.0] * 3] * 3, TypeError, "bias"),
+    ]:
+        with pytest.raises(error, match=words):
+            scaled_dot_product_attention(q, q, q, bias=bad)

@@ -156,7 +156,7 @@ def _attention_cases() -> list[Case]:
 def check_scaled_attention(fn: Callable[..., Any]) -> str:
     """Check ``fn(q, k, v, mask=None, bias=None) -> (output, weights)`` against the reference. Chapter 1."""
     for q, k, v, mask, bias in _attention_cases():
-        kwargs = {} if mask is None else {"mask": mask}
+        kwargs: dict[str, Any] = {} if mask is None else {"mask": mask}
         if bias is not None:
             kwargs["bias"] = bias
         try:
@@ -173,17 +173,14 @@ def check_scaled_attention(fn: Callable[..., Any]) -> str:
             )
         out, weights = got
         d_k = q.shape[-1]
-        if bias is None:
-            want_out, want_w = scaled_dot_product_attention(q, k, v, mask)
-        else:
-            want_out, want_w = _attention_variant(q, k, v, mask, math.sqrt(d_k), bias=bias)
+        want_out, want_w = scaled_dot_product_attention(q, k, v, mask, bias)
         where = "without a mask" if mask is None else "with a mask"
         if mask is not None and not mask.any(-1).all():
             where = "with a mask that hides every key from one query"
         if bias is not None:
             where += " and a score bias"
-        base = dict(scale=math.sqrt(d_k), bias=bias)
-        variants = {
+        base: dict[str, Any] = dict(scale=math.sqrt(d_k), bias=bias)
+        variants: dict[str, dict[str, Any]] = {
             "Did you divide by d_k instead of sqrt(d_k)?": dict(base, scale=d_k),
             "Did you forget the scaling by 1/sqrt(d_k)?": dict(base, scale=1.0),
             "Divide the scores by sqrt(d_k), do not multiply them by it.": dict(base, scale=1 / math.sqrt(d_k)),
@@ -277,7 +274,7 @@ def check_mha(cls: Callable[[int, int], nn.Module]) -> str:
             )
         x = torch.randn(B, T, d_model, generator=g)
         mask = torch.ones(T, T, dtype=torch.bool).tril().view(1, 1, T, T) if masked else None
-        kwargs = {} if mask is None else {"mask": mask}
+        kwargs: dict[str, Any] = {} if mask is None else {"mask": mask}
         with torch.no_grad():
             got = call_student(module, x.clone(), what="MyMHA.forward", **kwargs)
             want_out, want_w = ref(x, mask=mask)

@@ -287,6 +287,12 @@ def _same_structure(stack: nn.ModuleList, depth: int, width: int) -> bool:
         for b in stack))
 
 
+def _gets_gradient(branch: nn.Module, index: int) -> bool:
+    """True when the Linear layer ``branch[index]`` got a non-zero weight gradient."""
+    layer = branch[index] if isinstance(branch, nn.Sequential) else None
+    return isinstance(layer, nn.Linear) and layer.weight.grad is not None and layer.weight.grad.abs().sum().item() > 0
+
+
 @checker("3.6", "a deep stack that starts as the identity")
 def check_identity_init(fn: Callable[[nn.ModuleList], Any]) -> str:
     """Check ``fn(stack)``: re-initialises the residual branches in place so the stack is the identity, yet trains."""
@@ -320,8 +326,8 @@ def check_identity_init(fn: Callable[[nn.ModuleList], Any]) -> str:
             optimizer.zero_grad()
             loss = (run_residual_stack(stack, x) - target).pow(2).mean()
             loss.backward()
-            moved = [b[2].weight.grad is not None and b[2].weight.grad.abs().sum().item() > 0 for b in stack]
-            first = [b[0].weight.grad is not None and b[0].weight.grad.abs().sum().item() > 0 for b in stack]
+            moved = [_gets_gradient(b, 2) for b in stack]
+            first = [_gets_gradient(b, 0) for b in stack]
             if step == 0 and not all(moved):
                 raise CheckFailed("The last layer of a branch gets no gradient: its gradient is (what flows back) "
                                   "times ReLU(first layer), so zeroing the first layer as well (ReLU(0) = 0) "

@@ -318,12 +318,12 @@ def _pad_to(ids: Tensor, length: int) -> Tensor:
 class _DecodeSpy:
     """Wraps the shipped model; records every decode call (new tokens fed, cache used)."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: Transformer):
         self._model = model
         self.decode_calls: list[tuple[int, object]] = []  # (tokens fed, cache object or None)
         self.caches: list[object] = []
 
-    def decode(self, tgt: Tensor, *args: object, **kwargs: object) -> Tensor:
+    def decode(self, tgt: Tensor, *args: Any, **kwargs: Any) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
         cache = kwargs.get("cache", args[3] if len(args) > 3 else None)
         self.decode_calls.append((int(tgt.shape[1]) if isinstance(tgt, Tensor) and tgt.dim() == 2 else -1, cache))
         return self._model.decode(tgt, *args, **kwargs)
@@ -343,7 +343,7 @@ class _DecodeSpy:
 
 @torch.no_grad()
 def _greedy_variant(
-    model: nn.Module, src: Tensor, max_len: int, position: int = -1, pad_after_eos: bool = True,
+    model: Transformer, src: Tensor, max_len: int, position: int = -1, pad_after_eos: bool = True,
     stop: str = "all", use_src_mask: bool = True,
 ) -> Tensor:
     """Greedy decoding with one of the usual mistakes switched on; PAD-padded to max_len."""
@@ -364,7 +364,7 @@ def _greedy_variant(
     return _pad_to(ys[:, 1:], max_len)
 
 
-_GREEDY_MISTAKES = {
+_GREEDY_MISTAKES: dict[str, dict[str, Any]] = {
     "After a row's EOS put PAD, not more predictions (that row is finished).":
         {"pad_after_eos": False},
     "After a row's EOS put PAD, not more predictions (that row is finished; stop once every row has).":
@@ -430,7 +430,7 @@ def check_greedy_decode(fn: Callable[[nn.Module, Tensor, int], Tensor]) -> None:
 
 
 # ----------------------------------------------------------------- 6.5 experiment: double the learning rate
-SHORT_RUN = {"steps": 150, "warmup": 15, "lr": 3e-3, "batch_size": 64, "min_len": 3, "max_len": 6}
+SHORT_RUN: dict[str, Any] = {"steps": 150, "warmup": 15, "lr": 3e-3, "batch_size": 64, "min_len": 3, "max_len": 6}
 
 
 def short_run_loss(config: TrainConfig, seed: int = 0) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -14,6 +14,7 @@ from ..charlm import ngram_bits_per_char
 from ..data import PAD_ID, SEP_ID, make_one_sequence_batch
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..masks import causal_mask
+from ..model import EncoderBlock
 from ..sampling import top_k_filter, top_p_filter
 from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor
 from .experiment import Expected
@@ -75,6 +76,11 @@ def new_dict_cache(n_layers: int) -> dict[str, Any]:
 
 
 @torch.no_grad()
+def _blocks(model: DecoderOnly) -> list[EncoderBlock]:
+    """``model.layers`` as what they are: a DecoderOnly's blocks are EncoderBlocks under a causal mask."""
+    return [cast(EncoderBlock, block) for block in model.layers]
+
+
 def cached_forward(model: DecoderOnly, tokens: Tensor, cache: dict[str, Any], mistake: str | None = None) -> Tensor:
     """Logits (B, T_new, V) of the new tokens of a pre-LN DecoderOnly, filling ``cache`` (a dict). Chapter 8.
 
@@ -83,12 +89,12 @@ def cached_forward(model: DecoderOnly, tokens: Tensor, cache: dict[str, Any], mi
     offset = cache["length"]
     T_new = tokens.shape[1]
     x = model.embed(tokens, 0 if mistake == "no_offset" else offset)  # (B, T_new, d_model)
-    mask = causal_mask(offset + T_new)[:, :, offset:]  # (1, 1, T_new, offset + T_new)
+    mask: Tensor | None = causal_mask(offset + T_new)[:, :, offset:]  # (1, 1, T_new, offset + T_new)
     if mistake == "no_mask":
         mask = None
     if mistake == "no_append":  # the cache is overwritten: the new queries see the new keys only
         mask = causal_mask(T_new)  # (1, 1, T_new, T_new)
-    for layer, block in enumerate(model.layers):
+    for layer, block in enumerate(_blocks(model)):
         mha, h = block.self_attn, block.norm1(x)
         q = mha.split_heads(mha.W_Q(h))  # (B, heads, T_new, d_k)
         k = mha.split_heads(mha.W_K(h))  # (B, heads, T_new, d_k)
@@ -115,7 +121,7 @@ class _RowCounter:
 
     def __init__(self, model: DecoderOnly):
         self.rows: list[int] = []
-        self.handles = [block.self_attn.W_K.register_forward_hook(self._hook) for block in model.layers]
+        self.handles = [block.self_attn.W_K.register_forward_hook(self._hook) for block in _blocks(model)]
 
     def _hook(self, module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
         self.rows.append(int(inputs[0].shape[1]))
@@ -335,14 +341,17 @@ def assembled_logits(ref: DecoderOnly, tokens: Tensor, scale: bool = True, final
                      mask: bool = True, post_ln: bool = False, transposed_mask: bool = False,
                      scale_after_positions: bool = False) -> Tensor:
     """Logits of ``ref``'s weights wired as in Exercise 8.5, or with one typical mistake. Chapter 8."""
-    d = ref.config.d_model
-    x = ref.pe(ref.embedding(tokens) * (math.sqrt(d) if scale else 1.0))  # (B, T, d_model)
+    d, pe = ref.config.d_model, ref.pe
+    if pe is None:
+        raise ValueError(f"ref must add an absolute positional table (sinusoidal or learned), "
+                         f"got positional={ref.config.positional!r}")
+    x = pe(ref.embedding(tokens) * (math.sqrt(d) if scale else 1.0))  # (B, T, d_model)
     if scale_after_positions:
-        x = ref.pe(ref.embedding(tokens)) * math.sqrt(d)
+        x = pe(ref.embedding(tokens)) * math.sqrt(d)
     keep = causal_mask(tokens.shape[1]) if mask else None  # (1, 1, T, T)
     if transposed_mask:
         keep = causal_mask(tokens.shape[1]).transpose(-1, -2)  # keys at or AFTER the query: the future
-    for block in ref.layers:
+    for block in _blocks(ref):
         if post_ln:
             x = block.norm1(x + block.self_attn(x, x, x, mask=keep)[0])
             x = block.norm2(x + block.ffn(x))
@@ -374,7 +383,8 @@ def check_decoder_only(cls: Callable[[DecoderOnlyConfig], nn.Module]) -> str:
         if not isinstance(model.layers, nn.ModuleList) or len(model.layers) != n:
             raise CheckFailed(f"self.layers should be an nn.ModuleList of config.n_layers = {n} EncoderBlocks, "
                               f"got {describe(model.layers)}.")
-        if model.output_projection.weight is not model.embedding.weight:
+        head_weight = getattr(model.output_projection, "weight", None)
+        if head_weight is None or head_weight is not getattr(model.embedding, "weight", None):
             raise CheckFailed("The head is not tied: set self.output_projection.weight = self.embedding.weight, "
                               "one (V, d_model) matrix used twice (Press and Wolf).")
         result = model.load_state_dict(ref.state_dict(), strict=False)

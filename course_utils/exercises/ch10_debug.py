@@ -26,12 +26,16 @@ DIAGNOSES = ("healthy", "leaking mask", "missing positions", "float16 overflow")
 class ToyCausalLM(nn.Module):
     """One causal self-attention layer over embeddings, healthy or with one bug of Chapter 10's table."""
 
+    pe: Tensor  # (max_len, d_model), a buffer
+
     def __init__(self, vocab_size: int, d_model: int, bug: str = "healthy", seed: int = 0, max_len: int = 32):
         super().__init__()
         if bug not in DIAGNOSES:
             raise ValueError(f"bug must be one of {DIAGNOSES}, got {bug!r}")
         gen = torch.Generator().manual_seed(seed)
-        self.bug, self.d_model = bug, d_model
+        self.d_model = d_model
+        # the bug lives only in this function's closure, so the learner's probe cannot read it off the model
+        self._wiring = _wiring(bug)
         self.embedding = nn.Parameter(torch.randn(vocab_size, d_model, generator=gen) / math.sqrt(d_model))
         self.W = nn.Parameter(torch.randn(3, d_model, d_model, generator=gen) / math.sqrt(d_model))
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model))
@@ -40,18 +44,28 @@ class ToyCausalLM(nn.Module):
         """tokens (B, T) -> outputs (B, T, d_model)."""
         T = tokens.shape[-1]
         x = self.embedding[tokens] * math.sqrt(self.d_model)  # (B, T, d_model)
-        if self.bug != "missing positions":
-            x = x + self.pe[:T]
-        q, k, v = (x @ w for w in self.W)  # (B, T, d_model) each
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_model)  # (B, T, T)
-        offset = 1 if self.bug == "leaking mask" else 0
+        return self._wiring(x, self.pe[:T], self.W)
+
+
+def _wiring(bug: str) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """The forward pass after the embedding lookup, healthy or with ``bug`` (held in the closure)."""
+
+    def forward(x: Tensor, pe: Tensor, W: Tensor) -> Tensor:
+        T, d_model = x.shape[-2], x.shape[-1]
+        if bug != "missing positions":
+            x = x + pe
+        q, k, v = (x @ w for w in W)  # (B, T, d_model) each
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_model)  # (B, T, T)
+        offset = 1 if bug == "leaking mask" else 0
         keep = torch.ones(T, T, dtype=torch.bool).tril(diagonal=offset)  # (T, T): True = attend
-        if self.bug == "float16 overflow":  # the additive mask of many tutorials, in half precision
+        if bug == "float16 overflow":  # the additive mask of many tutorials, in half precision
             blocked = (~keep).to(torch.float16)
             scores = (scores.to(torch.float16) + blocked * torch.tensor(-1e9).to(torch.float16)).float()
         else:
             scores = scores.masked_fill(~keep, float("-inf"))
         return torch.softmax(scores, dim=-1) @ v  # (B, T, d_model)
+
+    return forward
 
 
 _MISSED = {
@@ -64,6 +78,27 @@ _MISSED = {
     "healthy": "A test of yours fires on a healthy model: compare outputs with torch.allclose and a small tolerance, "
                "change one thing per probe, and check NaN before comparing anything.",
 }
+
+# The probe that fired on a model without its bug: (what the learner answered) -> what to fix in that probe.
+_FALSE_ALARM = {
+    "leaking mask": "Your leakage probe fires on a model whose mask does not leak (it has {bug}). Change only a "
+                    "later token (the last one) and compare only the outputs at the positions before it: the "
+                    "changed position's own output moves in every model, and so does every output after it.",
+    "missing positions": "Your order probe fires on a model that has its positional encoding (it has {bug}). "
+                         "Swap two early tokens and compare only the outputs after both of them: the swapped "
+                         "positions' own outputs change in every model, with or without positions.",
+    "float16 overflow": "Your NaN probe fires on a model without NaN (it has {bug}): test torch.isnan(out).any() "
+                        "on the output itself, not on a difference of outputs or on a threshold.",
+}
+
+
+def _hint(bug: str, got: str) -> str:
+    """What the learner should fix when a model with ``bug`` was diagnosed as ``got``."""
+    if bug == "float16 overflow" or got == "healthy":
+        return _MISSED[bug]  # NaN broke a later comparison, or the probe for ``bug`` never fired
+    if bug == "healthy":
+        return _FALSE_ALARM[got].format(bug="no bug") + " " + _MISSED["healthy"]
+    return _FALSE_ALARM[got].format(bug=f"a {bug}" if bug == "leaking mask" else bug)
 
 
 @checker("10.5", "diagnose a broken model")
@@ -78,5 +113,5 @@ def check_diagnose(fn: Callable[[nn.Module, int], Any]) -> str:
         if not isinstance(got, str) or got not in DIAGNOSES:
             raise CheckFailed(f"diagnose should return one of {list(DIAGNOSES)}, got {got!r}")
         if got != bug:
-            raise CheckFailed(f"a model with bug {bug!r} was diagnosed as {got!r}. {_MISSED[bug]}")
+            raise CheckFailed(f"a model with bug {bug!r} was diagnosed as {got!r}. {_hint(bug, got)}")
     return f"{len(cases)} models, each diagnosed right: healthy, leaking mask, missing positions and float16 overflow."

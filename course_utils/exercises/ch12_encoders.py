@@ -179,7 +179,7 @@ def non_identity_permutations(n: int) -> list[tuple[int, ...]]:
 
 
 @torch.no_grad()
-def position_reference(model: nn.Module, images: Tensor, labels: Tensor, patch: int,
+def position_reference(model: _vit.VisionTransformer, images: Tensor, labels: Tensor, patch: int,
                        keep_cls: bool = False) -> dict[str, Any]:
     """The experiment done right: plain accuracy, with every position vector zeroed, under each shuffle."""
     model.eval()
@@ -215,11 +215,10 @@ def _read_result(got: Any, n_perms: int) -> dict[str, Any]:
         raise CheckFailed(f"'shuffled' should hold one accuracy for each of the {n_perms} non-identity "
                           f"permutations of the patches, got {len(shuffled)}")
     values = [as_number(v, "each accuracy in 'shuffled'") for v in shuffled]
-    out = {"plain": as_number(got["plain"], "'plain'"), "zeroed": as_number(got["zeroed"], "'zeroed'"),
-           "shuffled": values}
-    if any(not 0.0 <= v <= 1.0 for v in [out["plain"], out["zeroed"], *values]):
+    plain, zeroed = as_number(got["plain"], "'plain'"), as_number(got["zeroed"], "'zeroed'")
+    if any(not 0.0 <= v <= 1.0 for v in [plain, zeroed, *values]):
         raise CheckFailed("Accuracies are shares between 0 and 1 (0.94, not 94).")
-    return out
+    return {"plain": plain, "zeroed": zeroed, "shuffled": values}
 
 
 def _agrees(got: dict[str, Any], want: dict[str, Any], n_images: int) -> list[str]:
@@ -258,7 +257,7 @@ def _call_experiment(fn: Callable[..., Any], model: nn.Module, images: Tensor, l
 
 
 @torch.no_grad()
-def _train_mode_range(model: nn.Module, images: Tensor, labels: Tensor, zero: bool) -> tuple[float, float]:
+def _train_mode_range(model: _vit.VisionTransformer, images: Tensor, labels: Tensor, zero: bool) -> tuple[float, float]:
     """The lowest and highest accuracy of ``model`` in train mode (dropout on) over 8 seeds."""
     m = zero_positions(model) if zero else model
     values = []
@@ -280,7 +279,7 @@ def _whole_images(got: dict[str, Any], n: int) -> None:
                                   "numbers in.")
 
 
-def _diagnose(bad: list[str], got: dict[str, Any], want: dict[str, Any], model: nn.Module, images: Tensor,
+def _diagnose(bad: list[str], got: dict[str, Any], want: dict[str, Any], model: _vit.VisionTransformer, images: Tensor,
               labels: Tensor, patch: int) -> None:
     """Name the likely mistake behind a measurement that differs from the checker's; always raises."""
     n = len(labels)
@@ -540,15 +539,16 @@ def check_compute_optimal(fn: Callable[[float, float], Any], compare: Callable[[
                           f"{type(result).__name__}")
     to_gopher, to_chinchilla = (as_number(v, "each ratio of compare_gopher") for v in result)
     n_opt, _ = compute_optimal(GOPHER_BUDGET, 20.0)
-    want = (n_opt / GOPHER_N, n_opt / CHINCHILLA_N)
-    if math.isclose(to_gopher, 1 / want[0], rel_tol=1e-3) or math.isclose(to_chinchilla, 1 / want[1], rel_tol=1e-3):
+    ratios = (n_opt / GOPHER_N, n_opt / CHINCHILLA_N)
+    if math.isclose(to_gopher, 1 / ratios[0], rel_tol=1e-3) or math.isclose(to_chinchilla, 1 / ratios[1], rel_tol=1e-3):
         raise CheckFailed("A ratio is upside down: divide the compute-optimal N by the published model's N "
                           "(below 1 means the published model is larger than the optimum).")
     n_6nd, _ = compute_optimal(6 * GOPHER_N * 300e9, 20.0)
     if math.isclose(to_gopher, n_6nd / GOPHER_N, rel_tol=1e-3):
         raise CheckFailed("You used 6 N D of Gopher's N and D (5.04e23) as its budget: the exercise gives "
                           "Hoffmann et al.'s figure, 5.76e23 operations.")
-    for what, got, value in (("N / Gopher's N", to_gopher, want[0]), ("N / Chinchilla's N", to_chinchilla, want[1])):
+    pairs = (("N / Gopher's N", to_gopher, ratios[0]), ("N / Chinchilla's N", to_chinchilla, ratios[1]))
+    for what, got, value in pairs:
         if not math.isclose(got, value, rel_tol=1e-3):
             raise CheckFailed(f"{what} should be what your optimal_split gives for 5.76e23 operations at 20 tokens "
                               f"per parameter, divided by {GOPHER_N:.3g} or {CHINCHILLA_N:.3g}, got {got:.3g}: "
@@ -561,7 +561,7 @@ def check_compute_optimal(fn: Callable[[float, float], Any], compare: Callable[[
 MAX_COMPUTE = 2e11  # 6 N D of one run: about 3 CPU seconds (the sweep's 25k-parameter model for 250 steps is 0.8e11)
 
 
-def _surface() -> Any:
+def _surface() -> tuple[_scaling.LossSurfaceFit, list[dict[str, Any]], dict[str, Any]]:
     """The plane fitted through the shipped sweep (every size and length, as in the chapter)."""
     from ..runs.scaling import load_scaling
 

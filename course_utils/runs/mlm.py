@@ -73,7 +73,10 @@ def run_mlm(recipe: Recipe | None = None, steps: int | None = None, progress: bo
 
     result: Run = run(recipe, lambda r: EncoderOnlyLM(V, **r["model"]), make_batch_fn, progress=progress, steps=steps,
                       callbacks=callbacks, loss_fn=masked_loss)
-    return result.model, {"loss_nats": result.history.losses, "cpu_seconds": result.history.cpu_seconds,
+    model = result.model
+    if not isinstance(model, EncoderOnlyLM):  # run() returns what the build function made
+        raise TypeError(f"the MLM recipe must build an EncoderOnlyLM, got {type(model).__name__}")
+    return model, {"loss_nats": result.history.losses, "cpu_seconds": result.history.cpu_seconds,
                           "wall_seconds": result.history.seconds, "recipe": result.recipe}
 
 
