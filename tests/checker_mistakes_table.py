@@ -1175,6 +1175,7 @@ from course_utils.exercises import ch01_kernel as c1k  # noqa: E402
 from course_utils.exercises import ch05_ffn as c5f  # noqa: E402
 from course_utils.exercises import ch09_stretch as c9s  # noqa: E402
 from course_utils.exercises import ch10_debug as c10d  # noqa: E402
+from course_utils.ffn import ffn_as_memory  # noqa: E402
 
 
 def _kernel_wrong(norm=0.5, power=2, sign=1.0, dim=-1):
@@ -1210,6 +1211,8 @@ wrong("3.6", c3.check_identity_init, "ReLU(0) = 0", t3._zero_all)
 wrong("3.6", c3.check_identity_init, "close to the identity but not equal", t3._shrink)
 wrong("3.6", c3.check_identity_init, "requires_grad=False", t3._freeze_first)
 wrong("3.6", c3.check_identity_init, "keep every branch", t3._new_modules)
+wrong("3.6", c3.check_identity_init, "no new modules", t3._new_last_layer)
+wrong("3.6", c3.check_identity_init, "no new modules", t3._new_parameters)
 wrong("3.6", c3.check_identity_init, "not its input", lambda stack: None)
 
 right("5.6", c5f.check_ffn_as_memory, lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T))
@@ -1221,6 +1224,8 @@ wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x: (torch.relu(x @ f.line
 wrong("5.6", c5f.check_ffn_as_memory, "those are the keys", lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight))
 wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x: (F.gelu(f.linear1(x)), f.linear2.weight.T))
 wrong("5.6", c5f.check_ffn_as_memory, "pair (m, values)", lambda f, x: torch.relu(f.linear1(x)))
+wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", lambda f, x: ffn_as_memory(f, x))
+wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", ffn_as_memory)
 wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T))
 
 right("9.6", c9s.check_rope_slowdown, t9._slowdown)
