@@ -1177,20 +1177,19 @@ from course_utils.exercises import ch09_stretch as c9s  # noqa: E402
 from course_utils.exercises import ch10_debug as c10d  # noqa: E402
 from course_utils.ffn import ffn_as_memory  # noqa: E402
 
-
-def _kernel_wrong(norm=0.5, power=2, sign=1.0, dim=-1):
-    return lambda q, k, v, s: torch.softmax(
-        sign * (q @ k.transpose(-2, -1) - norm * k.pow(2).sum(-1).unsqueeze(-2)) / s**power, dim=dim) @ v
-
-
 right("1.6", c1k.check_kernel_attention, t1._kernel_ref)
 right("1.6", c1k.check_kernel_attention, t1._kernel_with_q_norm)
-wrong("1.6", c1k.check_kernel_attention, "only the |q|^2 term", _kernel_wrong(norm=0.0))
-wrong("1.6", c1k.check_kernel_attention, "not |k|^2", _kernel_wrong(norm=1.0))
-wrong("1.6", c1k.check_kernel_attention, "not by sigma", _kernel_wrong(power=1))
-wrong("1.6", c1k.check_kernel_attention, "sign is flipped", _kernel_wrong(sign=-1.0))
-wrong("1.6", c1k.check_kernel_attention, "over the keys", _kernel_wrong(dim=-2))
-wrong("1.6", c1k.check_kernel_attention, "cdist", lambda q, k, v, s: torch.softmax(-torch.cdist(q, k) ** 2 / (2 * s * s), -1) @ v)
+wrong("1.6", c1k.check_kernel_attention, "only the q term", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, norm=0.0))
+wrong("1.6", c1k.check_kernel_attention, "not without the 1/2", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, norm=1.0))
+wrong("1.6", c1k.check_kernel_attention, "halve once", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, outer=2.0))
+wrong("1.6", c1k.check_kernel_attention, "not by sigma_d", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s, 1 / s))
+wrong("1.6", c1k.check_kernel_attention, "used the plain |k|^2", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, torch.ones_like(s)))
+wrong("1.6", c1k.check_kernel_attention, "one sigma for all", lambda q, k, v, s: t1._kernel_scalar(q, k, v, s.mean()))
+wrong("1.6", c1k.check_kernel_attention, "one bandwidth per feature: it divides", t1._kernel_scalar)
+wrong("1.6", c1k.check_kernel_attention, "sign is flipped", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, sign=-1.0))
+wrong("1.6", c1k.check_kernel_attention, "pairwise difference", t1._kernel_pairwise)
+wrong("1.6", c1k.check_kernel_attention, "nadaraya_watson", t1._kernel_book)
+wrong("1.6", c1k.check_kernel_attention, "cdist", lambda q, k, v, s: torch.softmax(-torch.cdist(q / s, k / s) ** 2 / 2, -1) @ v)
 wrong("1.6", c1k.check_kernel_attention, "in place", lambda q, k, v, s: t1._kernel_ref(q.mul_(2), k, v, s))
 
 right("2.6", c2.check_position_from_row, t2._position_loop)
