@@ -33,7 +33,6 @@ from .validate import (
     check_module,
     check_positive_int,
     check_rank,
-    check_seed,
 )
 
 POSITIONALS = ("sinusoidal", "learned", "none")
@@ -70,7 +69,6 @@ def build_variant(
     residual: bool = True,
     layer_norm: bool = True,
     d_k: int | None = None,
-    seed: int | None = None,
     feed_forward: bool = True,
 ) -> Transformer:
     """A Transformer with one part removed or swapped. Chapter 10.
@@ -80,8 +78,7 @@ def build_variant(
     by the identity; d_k sets the query/key size per head (default d_model / h);
     feed_forward=False removes every position-wise feed-forward sub-layer (its output is zero,
     so each block keeps only its attention sub-layers). The weights come from the global
-    generator, as any module's: :func:`course_utils.runs.run` seeds it. ``seed`` (deprecated:
-    Chapter 10's notebook still passes it) seeds it here first.
+    generator, as any module's: :func:`course_utils.runs.run` seeds it (a notebook seeds it itself).
     """
     if not isinstance(config, TransformerConfig):
         raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
@@ -90,13 +87,10 @@ def build_variant(
     for name, flag in (("residual", residual), ("layer_norm", layer_norm), ("feed_forward", feed_forward)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-    seed = None if seed is None else check_seed("seed", seed)
     if d_k is not None:
         d_k = check_positive_int("d_k", d_k)
     # Chapter 9's switch (sinusoidal / learned / none) and the blocks' residual switch
     c = config = dataclasses.replace(config, positional=positional, residual=residual)
-    if seed is not None:  # TODO(ch10 notebook): seed with utils.set_seed in the notebook, then drop this
-        torch.manual_seed(seed)
     model = Transformer(config)
     if d_k is not None:
         for block in list(model.encoder_layers) + list(model.decoder_layers):

@@ -46,17 +46,28 @@ from course_utils.exercises import (
 )
 
 Row = tuple[str, Callable[..., Any], tuple[Any, ...], str | None]
-ROWS: list[Row] = []
 INPLACE = "in place"
 TYPED_IN = "not a number typed in"  # an experiment's numbers written into the code: the checker re-runs it
 
 
-def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
-    ROWS.append((ex, check, answer, None))
+def row_adders(rows: list[Row]) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``right(ex, check, *answer)`` and ``wrong(ex, check, hint, *answer)``, each appending a row to ``rows``.
+
+    This table's ROWS is filled with them; a chapter's table (tests/checker_mistakes_chNN.py) makes its own
+    ROWS and its own pair: ``ROWS: list[Row] = []`` then ``right, wrong = row_adders(ROWS)``.
+    """
+
+    def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
+        rows.append((ex, check, answer, None))
+
+    def wrong(ex: str, check: Callable[..., Any], hint: str, *answer: Any) -> None:
+        rows.append((ex, check, answer, hint))
+
+    return right, wrong
 
 
-def wrong(ex: str, check: Callable[..., Any], hint: str, *answer: Any) -> None:
-    ROWS.append((ex, check, answer, hint))
+ROWS: list[Row] = []
+right, wrong = row_adders(ROWS)
 
 
 # ================================================================ 1.1 softmax
@@ -1164,21 +1175,21 @@ from course_utils.exercises import ch01_kernel as c1k  # noqa: E402
 from course_utils.exercises import ch05_ffn as c5f  # noqa: E402
 from course_utils.exercises import ch09_stretch as c9s  # noqa: E402
 from course_utils.exercises import ch10_debug as c10d  # noqa: E402
-
-
-def _kernel_wrong(norm=0.5, power=2, sign=1.0, dim=-1):
-    return lambda q, k, v, s: torch.softmax(
-        sign * (q @ k.transpose(-2, -1) - norm * k.pow(2).sum(-1).unsqueeze(-2)) / s**power, dim=dim) @ v
-
+from course_utils.ffn import ffn_as_memory  # noqa: E402
 
 right("1.6", c1k.check_kernel_attention, t1._kernel_ref)
 right("1.6", c1k.check_kernel_attention, t1._kernel_with_q_norm)
-wrong("1.6", c1k.check_kernel_attention, "only the |q|^2 term", _kernel_wrong(norm=0.0))
-wrong("1.6", c1k.check_kernel_attention, "not |k|^2", _kernel_wrong(norm=1.0))
-wrong("1.6", c1k.check_kernel_attention, "not by sigma", _kernel_wrong(power=1))
-wrong("1.6", c1k.check_kernel_attention, "sign is flipped", _kernel_wrong(sign=-1.0))
-wrong("1.6", c1k.check_kernel_attention, "over the keys", _kernel_wrong(dim=-2))
-wrong("1.6", c1k.check_kernel_attention, "cdist", lambda q, k, v, s: torch.softmax(-torch.cdist(q, k) ** 2 / (2 * s * s), -1) @ v)
+wrong("1.6", c1k.check_kernel_attention, "only the q term", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, norm=0.0))
+wrong("1.6", c1k.check_kernel_attention, "not without the 1/2", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, norm=1.0))
+wrong("1.6", c1k.check_kernel_attention, "halve once", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, outer=2.0))
+wrong("1.6", c1k.check_kernel_attention, "not by sigma_d", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s, 1 / s))
+wrong("1.6", c1k.check_kernel_attention, "used the plain |k|^2", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, torch.ones_like(s)))
+wrong("1.6", c1k.check_kernel_attention, "one sigma for all", lambda q, k, v, s: t1._kernel_scalar(q, k, v, s.mean()))
+wrong("1.6", c1k.check_kernel_attention, "one bandwidth per feature: it divides", t1._kernel_scalar)
+wrong("1.6", c1k.check_kernel_attention, "sign is flipped", lambda q, k, v, s: t1._kernel_form(q, k, v, 1 / s**2, 1 / s**2, sign=-1.0))
+wrong("1.6", c1k.check_kernel_attention, "pairwise difference", t1._kernel_pairwise)
+wrong("1.6", c1k.check_kernel_attention, "nadaraya_watson", t1._kernel_book)
+wrong("1.6", c1k.check_kernel_attention, "cdist", lambda q, k, v, s: torch.softmax(-torch.cdist(q / s, k / s) ** 2 / 2, -1) @ v)
 wrong("1.6", c1k.check_kernel_attention, "in place", lambda q, k, v, s: t1._kernel_ref(q.mul_(2), k, v, s))
 
 right("2.6", c2.check_position_from_row, t2._position_loop)
@@ -1199,6 +1210,8 @@ wrong("3.6", c3.check_identity_init, "ReLU(0) = 0", t3._zero_all)
 wrong("3.6", c3.check_identity_init, "close to the identity but not equal", t3._shrink)
 wrong("3.6", c3.check_identity_init, "requires_grad=False", t3._freeze_first)
 wrong("3.6", c3.check_identity_init, "keep every branch", t3._new_modules)
+wrong("3.6", c3.check_identity_init, "no new modules", t3._new_last_layer)
+wrong("3.6", c3.check_identity_init, "no new modules", t3._new_parameters)
 wrong("3.6", c3.check_identity_init, "not its input", lambda stack: None)
 
 right("5.6", c5f.check_ffn_as_memory, lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T))
@@ -1210,6 +1223,8 @@ wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x: (torch.relu(x @ f.line
 wrong("5.6", c5f.check_ffn_as_memory, "those are the keys", lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight))
 wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x: (F.gelu(f.linear1(x)), f.linear2.weight.T))
 wrong("5.6", c5f.check_ffn_as_memory, "pair (m, values)", lambda f, x: torch.relu(f.linear1(x)))
+wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", lambda f, x: ffn_as_memory(f, x))
+wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", ffn_as_memory)
 wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T))
 
 right("9.6", c9s.check_rope_slowdown, t9._slowdown)

@@ -55,8 +55,10 @@ def test_no_residual_blocks_compute_sublayer_only(norm_first):
 
 def test_no_residual_is_a_switch_with_the_same_weights():
     """Chapter 10's ablation is the blocks' residual switch: same state-dict keys, same weights, other output."""
-    base = build_variant(_config(), seed=1).eval()
-    ablated = build_variant(_config(), residual=False, seed=1).eval()
+    torch.manual_seed(1)
+    base = build_variant(_config()).eval()
+    torch.manual_seed(1)
+    ablated = build_variant(_config(), residual=False).eval()
     assert type(ablated.encoder_layers[0]) is type(base.encoder_layers[0])
     assert list(base.state_dict()) == list(ablated.state_dict())
     for k, v in base.state_dict().items():
@@ -66,7 +68,10 @@ def test_no_residual_is_a_switch_with_the_same_weights():
 
 
 def test_same_seed_same_base_model_and_variants_differ_only_where_asked():
-    a, b = build_variant(_config(), seed=3), build_variant(_config(), seed=3)
+    torch.manual_seed(3)
+    a = build_variant(_config())
+    torch.manual_seed(3)
+    b = build_variant(_config())
     for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
         assert na == nb and torch.equal(pa, pb)
     ref = Transformer(_config())
@@ -182,7 +187,10 @@ def test_build_variant_without_feed_forward() -> None:
 
     config = TransformerConfig(29, 29, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
                                dropout=0.0)
-    full, bare = build_variant(config, seed=0), build_variant(config, seed=0, feed_forward=False)
+    torch.manual_seed(0)
+    full = build_variant(config)
+    torch.manual_seed(0)
+    bare = build_variant(config, feed_forward=False)
     blocks = list(bare.encoder_layers) + list(bare.decoder_layers)
     assert all(isinstance(b.ffn, NoFeedForward) for b in blocks)
     full_blocks = list(full.encoder_layers) + list(full.decoder_layers)

@@ -282,16 +282,39 @@ def test_scale_experiment_wants_a_prediction_first() -> None:
     assert_fails_with(check_scale_experiment("peaky", top_weight_ref), "not one of the choices")
 
 
-# ---------------------------------------------------------------- 1.6 Gaussian-kernel regression as attention
+# ---------------------------------------------------------------- 1.6 a Gaussian kernel with one bandwidth per feature
 def _kernel_ref(q, k, v, sigma):
-    scores = q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2
-    return torch.softmax(scores / sigma**2, dim=-1) @ v
+    w = 1 / sigma**2  # (d,)
+    scores = (q * w) @ k.transpose(-2, -1) - (k.pow(2) * w).sum(-1).unsqueeze(-2) / 2
+    return torch.softmax(scores, dim=-1) @ v
 
 
 def _kernel_with_q_norm(q, k, v, sigma):
-    """Keeps the |q|^2 term: still right, it cancels in the softmax."""
-    sq = (q.pow(2).sum(-1).unsqueeze(-1) - 2 * q @ k.transpose(-2, -1) + k.pow(2).sum(-1).unsqueeze(-2))
-    return torch.softmax(-sq / (2 * sigma**2), dim=-1) @ v, None
+    """Scales the features by 1/sigma first and keeps the |q|^2 term: still right, it cancels in the softmax."""
+    qs, ks = q / sigma, k / sigma
+    sq = qs.pow(2).sum(-1).unsqueeze(-1) - 2 * qs @ ks.transpose(-2, -1) + ks.pow(2).sum(-1).unsqueeze(-2)
+    return torch.softmax(-sq / 2, dim=-1) @ v, None
+
+
+def _kernel_form(q, k, v, w_q, w_k, norm=0.5, outer=1.0, sign=1.0, dim=-1):
+    scores = (q * w_q) @ k.transpose(-2, -1) - norm * (k.pow(2) * w_k).sum(-1).unsqueeze(-2)
+    return torch.softmax(sign * scores / outer, dim=dim) @ v
+
+
+def _kernel_pairwise(q, k, v, sigma):
+    diff = (q[..., :, None, :] - k[..., None, :, :]) / sigma  # (..., T_q, T_k, d): forbidden
+    return torch.softmax(-diff.pow(2).sum(-1) / 2, -1) @ v
+
+
+def _kernel_scalar(q, k, v, sigma):
+    """Treats sigma as one number: the chapter's kernel, copied."""
+    return torch.softmax((q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2) / sigma**2, -1) @ v
+
+
+def _kernel_book(q, k, v, sigma):
+    from course_utils.attention import nadaraya_watson
+
+    return nadaraya_watson(q / sigma, k / sigma, v, 1.0)[0]
 
 
 def test_kernel_attention_passes_right_answers():
@@ -301,19 +324,26 @@ def test_kernel_attention_passes_right_answers():
     assert check_kernel_attention(_kernel_with_q_norm).passed
 
 
+_W = lambda s: 1 / s**2  # noqa: E731
+
+
 @pytest.mark.parametrize(("fn", "words"), [
-    (lambda q, k, v, s: torch.softmax(q @ k.transpose(-2, -1) / s**2, -1) @ v, "only the |q|^2 term"),
-    (lambda q, k, v, s: torch.softmax((q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2)) / s**2, -1) @ v,
-     "not |k|^2"),
-    (lambda q, k, v, s: _kernel_ref(q, k, v, s**0.5), "not by sigma"),
-    (lambda q, k, v, s: _kernel_ref(-q, k, v, s) * 0 + torch.softmax(
-        -(q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2) / s**2, -1) @ v, "sign is flipped"),
-    (lambda q, k, v, s: torch.softmax((q @ k.transpose(-2, -1) - k.pow(2).sum(-1).unsqueeze(-2) / 2) / s**2, -2) @ v,
-     "over the keys"),
-    (lambda q, k, v, s: _kernel_ref(q, k, v, 1.0), "hard-coded"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s), _W(s), norm=0.0), "only the q term"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s), _W(s), norm=1.0), "not without the 1/2"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s), _W(s), outer=2.0), "halve once"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, 1 / s, 1 / s), "not by sigma_d"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s) ** 2, _W(s) ** 2), "Divide by sigma_d^2 once"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s), torch.ones_like(s)), "used the plain |k|^2"),
+    (lambda q, k, v, s: _kernel_scalar(q, k, v, s.mean()), "one sigma for all"),
+    (_kernel_scalar, "one bandwidth per feature: it divides the features"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s), _W(s), sign=-1.0), "sign is flipped"),
+    (lambda q, k, v, s: _kernel_form(q, k, v, _W(s), _W(s), dim=-2), "over the keys"),
+    (lambda q, k, v, s: _kernel_ref(q, k, v, torch.ones_like(s)), "hard-coded"),
     (lambda q, k, v, s: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1) @ v, "scaled dot-product"),
-    (lambda q, k, v, s: torch.softmax(-torch.cdist(q, k) ** 2 / (2 * s * s), -1) @ v, "cdist"),
-    (lambda q, k, v, s: _kernel_ref(q.mul_(1), k, v, s) if False else _kernel_ref(q.mul_(2), k, v, s), "in place"),
+    (lambda q, k, v, s: torch.softmax(-torch.cdist(q / s, k / s) ** 2 / 2, -1) @ v, "cdist"),
+    (_kernel_pairwise, "pairwise difference"),
+    (_kernel_book, "calls course_utils' nadaraya_watson"),
+    (lambda q, k, v, s: _kernel_ref(q.mul_(2), k, v, s), "in place"),
 ])
 def test_kernel_attention_names_mistakes(fn, words):
     from course_utils.exercises.ch01_kernel import check_kernel_attention

@@ -235,6 +235,22 @@ def _new_modules(stack):
     return nn.ModuleList(nn.Identity() for _ in stack)
 
 
+def _new_last_layer(stack):
+    """Replaces each branch's last Linear by a new, zeroed one: the task forbids new modules."""
+    for branch in stack:
+        last = nn.Linear(branch[2].in_features, branch[2].out_features)
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
+        branch[2] = last
+
+
+def _new_parameters(stack):
+    """Swaps in new zero Parameters instead of writing into the existing ones."""
+    for branch in stack:
+        branch[2].weight = nn.Parameter(torch.zeros_like(branch[2].weight))
+        branch[2].bias = nn.Parameter(torch.zeros_like(branch[2].bias))
+
+
 def test_identity_init_passes_right_answers():
     assert ch03_norm.check_identity_init(_zero_last).passed
     assert ch03_norm.check_identity_init(_zero_last_init).passed
@@ -246,6 +262,8 @@ def test_identity_init_passes_right_answers():
     (_shrink, "close to the identity but not equal"),
     (_freeze_first, "requires_grad=False"),
     (_new_modules, "keep every branch"),
+    (_new_last_layer, "no new modules"),
+    (_new_parameters, "no new modules"),
     (lambda stack: None, "not its input"),
 ])
 def test_identity_init_names_mistakes(fn, words):

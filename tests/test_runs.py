@@ -175,11 +175,6 @@ def test_the_chapter_6_model_is_one_run():
         assert record["exact_match"] == {str(k): round(100 * v["exact_match"], 1) for k, v in scores.items()}, asset
 
 
-# Teaching modules that still break the rule below, each with what it still does. The list only
-# shrinks: the owner moves the recipe / seeded run / loop into course_utils/runs/ and deletes the line.
-CURRENT_VIOLATORS = {
-    ("ablations.py", "seeds"),  # build_variant(seed=...): Chapter 10's notebook still passes seed (skips owner)
-}
 # Written exemptions: utils.set_seed is the seeding helper itself (Chapter 1); training.train is the one loop.
 EXEMPT = {("utils.py", "seeds"), ("training.py", "loop")}
 
@@ -216,10 +211,7 @@ def test_teaching_modules_hold_no_recipe_seed_nor_training_loop():
     """Recipes, seeded runs and training loops live in course_utils/runs/ (and training.train): the layering rule."""
     teaching = sorted(PACKAGE.glob("*.py"))
     breaks = {(p.name, what) for p in teaching for what in _rule_breaks(p)} - EXEMPT
-    new = breaks - CURRENT_VIOLATORS
-    assert not new, f"teaching modules break the layering rule (move it into course_utils/runs/): {sorted(new)}"
-    fixed = CURRENT_VIOLATORS - breaks
-    assert not fixed, f"these no longer break the rule: delete them from CURRENT_VIOLATORS: {sorted(fixed)}"
+    assert not breaks, f"teaching modules break the layering rule (move it into course_utils/runs/): {sorted(breaks)}"
 
 
 def test_the_layering_check_sees_each_kind_of_break(tmp_path):

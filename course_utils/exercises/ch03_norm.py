@@ -298,9 +298,14 @@ def check_identity_init(fn: Callable[[nn.ModuleList], Any]) -> str:
     """Check ``fn(stack)``: re-initialises the residual branches in place so the stack is the identity, yet trains."""
     for depth, width, seed in [(6, 8, 0), (16, 12, 1), (1, 5, 2)]:
         stack = _branch_stack(depth, width, seed)
+        before = [id(p) for p in stack.parameters()]  # the same tensors must come back, their values changed
         returned = call_student(fn, stack, what="my_identity_init", may_modify=True)
         if isinstance(returned, nn.ModuleList):
             stack = returned
+        if _same_structure(stack, depth, width) and [id(p) for p in stack.parameters()] != before:
+            raise CheckFailed("my_identity_init replaced a layer (or a parameter) by a new one: the task is to "
+                              "re-initialise the existing branches in place, no new modules. Write into the "
+                              "parameters you are given, e.g. with torch.no_grad(): layer.weight.zero_().")
         if not _same_structure(stack, depth, width):
             raise CheckFailed("my_identity_init must keep every branch as it is (Linear, ReLU, Linear of the same "
                               "shapes) and only change parameter values, in place.")

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..ffn import ffn_as_memory
 from ..model import PositionwiseFeedForward
-from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor, names_used
 
 __all__ = ["check_ffn_as_memory"]
 
@@ -24,6 +24,9 @@ __all__ = ["check_ffn_as_memory"]
 @checker("5.6", "the FFN as a key-value memory")
 def check_ffn_as_memory(fn: Callable[[PositionwiseFeedForward, Tensor], Any]) -> str:
     """Check ``fn(ffn, x) -> (m, values)``: m (..., d_ff) >= 0, values (d_ff, d_model), m @ values + b_2 = ffn(x)."""
+    if fn is ffn_as_memory or names_used(fn) & {"ffn_as_memory", "ffn_memory_coefficients"}:
+        raise CheckFailed("my_ffn_as_memory calls course_utils' ffn_as_memory (or ffn_memory_coefficients): "
+                          "split the FFN yourself, from ffn.linear1 and ffn.linear2.")
     g = torch.Generator().manual_seed(5)
     for d_model, d_ff, shape in [(8, 32, (2, 5)), (6, 10, (7,)), (4, 24, (1, 1))]:
         torch.manual_seed(d_ff)
