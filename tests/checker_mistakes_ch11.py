@@ -13,7 +13,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from checker_mistakes_table import INPLACE
+from checker_mistakes_table import INPLACE, Row, row_adders
 from test_exercises_ch11 import (
     diagonal_unmasked,
     einsum_every_tile,
@@ -47,28 +47,21 @@ from test_exercises_ch11 import (
 from course_utils.exercises import ch11_attention_at_scale as c11
 from course_utils.flash import linear_attention, online_softmax_update
 
-ROWS: list = []
-
-
-def right(ex, check, *answer):
-    ROWS.append((ex, check, answer, None))
-
-
-def bad(ex, check, hint, *answer):
-    ROWS.append((ex, check, answer, hint))
+ROWS: list[Row] = []
+right, wrong = row_adders(ROWS)
 
 
 # ================================================================ 11.1 the online-softmax update
 right("11.1", c11.check_online_softmax, online_loop)
 right("11.1", c11.check_online_softmax, guard_with_nan_to_num)
-bad("11.1", c11.check_online_softmax, "acc is not rescaled", no_acc_rescale)
-bad("11.1", c11.check_online_softmax, "l is not rescaled", no_l_rescale)
-bad("11.1", c11.check_online_softmax, "normalised output", normalised)
-bad("11.1", c11.check_online_softmax, "max(m_old", tile_max_only)
-bad("11.1", c11.check_online_softmax, INPLACE, in_place)
-bad("11.1", c11.check_online_softmax, "shift by 0", no_guard)
-bad("11.1", c11.check_online_softmax, "relative to m_new", old_max_exps)
-bad("11.1", c11.check_online_softmax, "write the step yourself", online_softmax_update)
+wrong("11.1", c11.check_online_softmax, "acc is not rescaled", no_acc_rescale)
+wrong("11.1", c11.check_online_softmax, "l is not rescaled", no_l_rescale)
+wrong("11.1", c11.check_online_softmax, "normalised output", normalised)
+wrong("11.1", c11.check_online_softmax, "max(m_old", tile_max_only)
+wrong("11.1", c11.check_online_softmax, INPLACE, in_place)
+wrong("11.1", c11.check_online_softmax, "shift by 0", no_guard)
+wrong("11.1", c11.check_online_softmax, "relative to m_new", old_max_exps)
+wrong("11.1", c11.check_online_softmax, "write the step yourself", online_softmax_update)
 
 
 # ================================================================ 11.2 the tiled loop, timed
@@ -81,23 +74,23 @@ FAST = {"repeats": 1}
 right("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), lambda: "slower", tiled_loop, experiment)
 right("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), lambda: "faster",
       lambda q, k, v, c, b: tiled_loop(q, k, v, c, b), experiment)
-bad("11.2", c11.check_tiling_experiment, "above the diagonal", lambda: "slower",
+wrong("11.2", c11.check_tiling_experiment, "above the diagonal", lambda: "slower",
     lambda q, k, v, c, b: tiled_loop(q, k, v, c, b, skip=False), experiment)
-bad("11.2", c11.check_tiling_experiment, "above the diagonal", lambda: "slower", einsum_every_tile, experiment)
-bad("11.2", c11.check_tiling_experiment, "sqrt(d_k)", lambda: "slower",
+wrong("11.2", c11.check_tiling_experiment, "above the diagonal", lambda: "slower", einsum_every_tile, experiment)
+wrong("11.2", c11.check_tiling_experiment, "sqrt(d_k)", lambda: "slower",
     lambda q, k, v, c, b: tiled_loop(q, k, v, c, b, scale=False), experiment)
-bad("11.2", c11.check_tiling_experiment, "every key", lambda: "slower",
+wrong("11.2", c11.check_tiling_experiment, "every key", lambda: "slower",
     lambda q, k, v, c, b: tiled_loop(q, k, v, False, b), experiment)
-bad("11.2", c11.check_tiling_experiment, "unmasked", lambda: "slower", diagonal_unmasked, experiment)
-bad("11.2", c11.check_tiling_experiment, "same triangle", lambda: "slower", local_triangle, experiment)
-bad("11.2", c11.check_tiling_experiment, INPLACE, lambda: "slower", tiled_in_place, experiment)
-bad("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), "upside down", lambda: "slower", tiled_loop,
+wrong("11.2", c11.check_tiling_experiment, "unmasked", lambda: "slower", diagonal_unmasked, experiment)
+wrong("11.2", c11.check_tiling_experiment, "same triangle", lambda: "slower", local_triangle, experiment)
+wrong("11.2", c11.check_tiling_experiment, INPLACE, lambda: "slower", tiled_in_place, experiment)
+wrong("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), "upside down", lambda: "slower", tiled_loop,
     swapped_compare)
-bad("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), "without the causal mask", lambda: "slower",
+wrong("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), "without the causal mask", lambda: "slower",
     tiled_loop, plain_without_mask)
-bad("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), "q, k, v your tiled loop", lambda: "slower",
+wrong("11.2", lambda *a: c11.check_tiling_experiment(*a, **FAST), "q, k, v your tiled loop", lambda: "slower",
     tiled_loop, other_inputs)
-bad("11.2", c11.check_tiling_experiment, "typed in", lambda: "slower", tiled_loop,
+wrong("11.2", c11.check_tiling_experiment, "typed in", lambda: "slower", tiled_loop,
     lambda tiled, timer: {(512, 256): (2.0, 1.5), (1024, 256): (12.0, 8.0), (2048, 256): (40.0, 27.0),
                           (2048, 32): (40.0, 90.0)})
 
@@ -111,15 +104,15 @@ def pool_in_place(w, h, n_kv):
 
 right("11.3", c11.check_pool_heads, pool_loop)
 right("11.3", c11.check_pool_heads, pool_split)
-bad("11.3", c11.check_pool_heads, "consecutive heads",
+wrong("11.3", c11.check_pool_heads, "consecutive heads",
     lambda w, h, n: w.reshape(h // n, n, w.shape[0] // h, *w.shape[1:]).mean(0).reshape(-1, *w.shape[1:]))
-bad("11.3", c11.check_pool_heads, "summed",
+wrong("11.3", c11.check_pool_heads, "summed",
     lambda w, h, n: w.reshape(n, h // n, w.shape[0] // h, *w.shape[1:]).sum(1).reshape(-1, *w.shape[1:]))
-bad("11.3", c11.check_pool_heads, "first head",
+wrong("11.3", c11.check_pool_heads, "first head",
     lambda w, h, n: w.reshape(n, h // n, w.shape[0] // h, *w.shape[1:])[:, 0].reshape(-1, *w.shape[1:]))
-bad("11.3", c11.check_pool_heads, "dropped the others", lambda w, h, n: w[: n * (w.shape[0] // h)])
-bad("11.3", c11.check_pool_heads, "shape", lambda w, h, n: w)
-bad("11.3", c11.check_pool_heads, INPLACE, pool_in_place)
+wrong("11.3", c11.check_pool_heads, "dropped the others", lambda w, h, n: w[: n * (w.shape[0] // h)])
+wrong("11.3", c11.check_pool_heads, "shape", lambda w, h, n: w)
+wrong("11.3", c11.check_pool_heads, INPLACE, pool_in_place)
 
 
 # ================================================================ 11.4 how much uptraining MQA needs
@@ -132,16 +125,16 @@ def on_tiny(sweep):
 
 right("11.4", lambda *a: c11.check_mqa_uptraining(*a, seed=7), lambda: "further", sweep_chunks)
 right("11.4", lambda *a: c11.check_mqa_uptraining(*a, seed=8), lambda: "closer", sweep_fresh)
-bad("11.4", c11.check_mqa_uptraining, "model before uptraining", *on_tiny(sweep_variant("no control")))
-bad("11.4", c11.check_mqa_uptraining, "bits per character, not what it loses", *on_tiny(sweep_variant("absolute")))
-bad("11.4", c11.check_mqa_uptraining, "control minus MQA", *on_tiny(sweep_variant("sign")))
-bad("11.4", c11.check_mqa_uptraining, "different uptrain calls", *on_tiny(sweep_variant("control in one go")))
-bad("11.4", c11.check_mqa_uptraining, "another number of steps", *on_tiny(sweep_variant("scored first")))
-bad("11.4", c11.check_mqa_uptraining, "neither a copy of charlm nor", *on_tiny(sweep_variant("GQA-2")))
-bad("11.4", c11.check_mqa_uptraining, INPLACE, *on_tiny(sweep_variant("in place")))
-bad("11.4", c11.check_mqa_uptraining, "at least three lengths", *on_tiny(sweep_variant("two lengths")))
-bad("11.4", c11.check_mqa_uptraining, "typed in", *on_tiny(lambda *a: {0: 1.36, 10: 0.81, 30: 0.62}))
-bad("11.4", c11.check_mqa_uptraining, "at most", *on_tiny(sweep_over_budget))
+wrong("11.4", c11.check_mqa_uptraining, "model before uptraining", *on_tiny(sweep_variant("no control")))
+wrong("11.4", c11.check_mqa_uptraining, "bits per character, not what it loses", *on_tiny(sweep_variant("absolute")))
+wrong("11.4", c11.check_mqa_uptraining, "control minus MQA", *on_tiny(sweep_variant("sign")))
+wrong("11.4", c11.check_mqa_uptraining, "different uptrain calls", *on_tiny(sweep_variant("control in one go")))
+wrong("11.4", c11.check_mqa_uptraining, "another number of steps", *on_tiny(sweep_variant("scored first")))
+wrong("11.4", c11.check_mqa_uptraining, "neither a copy of charlm nor", *on_tiny(sweep_variant("GQA-2")))
+wrong("11.4", c11.check_mqa_uptraining, INPLACE, *on_tiny(sweep_variant("in place")))
+wrong("11.4", c11.check_mqa_uptraining, "at least three lengths", *on_tiny(sweep_variant("two lengths")))
+wrong("11.4", c11.check_mqa_uptraining, "typed in", *on_tiny(lambda *a: {0: 1.36, 10: 0.81, 30: 0.62}))
+wrong("11.4", c11.check_mqa_uptraining, "at most", *on_tiny(sweep_over_budget))
 
 
 # ================================================================ 11.5 linear attention
@@ -172,17 +165,17 @@ def linear_cumsum_features(q, k, v, causal):
 
 right("11.5", c11.check_linear_attention, linear_cumsum)
 right("11.5", c11.check_linear_attention, linear_rnn)
-bad("11.5", c11.check_linear_attention, "softmax attention", lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
-bad("11.5", c11.check_linear_attention, "not relu", lambda q, k, v, c: quadratic(q, k, v, c, phi=F.relu))
-bad("11.5", c11.check_linear_attention, "not normalised", lambda q, k, v, c: quadratic(q, k, v, c, norm=False))
-bad("11.5", c11.check_linear_attention, "j <= i", lambda q, k, v, c: linear_cumsum(q, k, v, False))
-bad("11.5", c11.check_linear_attention, "own key", lambda q, k, v, c: quadratic(q, k, v, c, strict=True))
-bad("11.5", c11.check_linear_attention, "as they are", lambda q, k, v, c: linear_cumsum(q / math.sqrt(q.shape[-1]), k, v, c))
-bad("11.5", c11.check_linear_attention, "on the queries or on the keys",
+wrong("11.5", c11.check_linear_attention, "softmax attention", lambda q, k, v, c: F.scaled_dot_product_attention(q, k, v, is_causal=c))
+wrong("11.5", c11.check_linear_attention, "not relu", lambda q, k, v, c: quadratic(q, k, v, c, phi=F.relu))
+wrong("11.5", c11.check_linear_attention, "not normalised", lambda q, k, v, c: quadratic(q, k, v, c, norm=False))
+wrong("11.5", c11.check_linear_attention, "j <= i", lambda q, k, v, c: linear_cumsum(q, k, v, False))
+wrong("11.5", c11.check_linear_attention, "own key", lambda q, k, v, c: quadratic(q, k, v, c, strict=True))
+wrong("11.5", c11.check_linear_attention, "as they are", lambda q, k, v, c: linear_cumsum(q / math.sqrt(q.shape[-1]), k, v, c))
+wrong("11.5", c11.check_linear_attention, "on the queries or on the keys",
     lambda q, k, v, c: linear_cumsum(q / math.sqrt(q.shape[-1]), k / math.sqrt(q.shape[-1]), v, c))
-bad("11.5", c11.check_linear_attention, "feature axis", linear_cumsum_features)
-bad("11.5", c11.check_linear_attention, "T x T", quadratic)
-bad("11.5", c11.check_linear_attention, "yourself", linear_attention)
-bad("11.5", c11.check_linear_attention, INPLACE, lambda q, k, v, c: _linear_from_features(F.elu_(q).add_(1), k, v, c))
-bad("11.5", c11.check_linear_attention, "elu(x) + 1", lambda q, k, v, c: quadratic(q, k, v, c, phi=F.elu))
-bad("11.5", c11.check_linear_attention, "phi goes on the keys too", _linear_phi_on_queries_only)
+wrong("11.5", c11.check_linear_attention, "feature axis", linear_cumsum_features)
+wrong("11.5", c11.check_linear_attention, "T x T", quadratic)
+wrong("11.5", c11.check_linear_attention, "yourself", linear_attention)
+wrong("11.5", c11.check_linear_attention, INPLACE, lambda q, k, v, c: _linear_from_features(F.elu_(q).add_(1), k, v, c))
+wrong("11.5", c11.check_linear_attention, "elu(x) + 1", lambda q, k, v, c: quadratic(q, k, v, c, phi=F.elu))
+wrong("11.5", c11.check_linear_attention, "phi goes on the keys too", _linear_phi_on_queries_only)

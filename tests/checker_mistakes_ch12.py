@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-from checker_mistakes_table import INPLACE, TYPED_IN, Row, right, wrong
-from checker_mistakes_table import ROWS as _SHARED
+from checker_mistakes_table import INPLACE, TYPED_IN, Row, row_adders
 from test_exercises_ch12 import (
     FEW,
     SMALL,
@@ -83,7 +82,8 @@ from course_utils.mlm import bert_mask
 from course_utils.scaling import compute_optimal
 from course_utils.vit import matched_mlp, patchify
 
-_start = len(_SHARED)
+ROWS: list[Row] = []
+right, wrong = row_adders(ROWS)
 
 # ================================================================ 12.1 BERT's masking rule
 right("12.1", c12.check_bert_mask, ref_mask)
@@ -167,7 +167,3 @@ wrong("12.6", c12.check_scaling_prediction, TYPED_IN, predict_ref, typed_in, SMA
 wrong("12.6", c12.check_scaling_prediction, "prediction itself", predict_ref, returns_prediction, SMALL, FEW)
 wrong("12.6", c12.check_scaling_prediction, "in nats", predict_ref, measured_in_nats, SMALL, FEW)
 wrong("12.6", c12.check_scaling_prediction, "run of the sweep", predict_ref, measure_ref, {"d_model": 32, "n_layers": 2, "n_heads": 2}, 500)
-
-# the rows above were appended to the shared table by right()/wrong(): move them here
-ROWS: list[Row] = _SHARED[_start:]
-del _SHARED[_start:]

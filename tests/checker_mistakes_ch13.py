@@ -1,6 +1,6 @@
 """Chapter 13's rows for tests/test_checker_mistakes.py: right answers in several styles and the mistakes a
 learner plausibly makes, each with words its hint must contain. The answers live in tests/test_exercises_ch13.py
-(13.5 and 13.6, the experiment and the transfer, are tried there on the shipped model and the checker's numbers).
+(13.6, the transfer, is tried there only; 13.5's rows run the shipped model, a few seconds each).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ wrong("13.1", c13.check_learn_merges, "exactly n_merges", a.merges_one_short)
 wrong("13.1", c13.check_learn_merges, INPLACE, a.merges_in_place)
 wrong("13.1", c13.check_learn_merges, "which is the answer", a.merges_library)
 wrong("13.1", c13.check_learn_merges, "word boundary", a.merges_across_words)
+wrong("13.1", c13.check_learn_merges, "length of the joined symbol", a.merges_longer_symbol)
 
 # 13.2 encoding a word
 right("13.2", c13.check_encode_word, a.encode_ref)
@@ -40,7 +41,8 @@ wrong("13.2", c13.check_encode_word, "single characters", a.encode_chars)
 wrong("13.2", c13.check_encode_word, "reverse order", a.encode_reversed)
 wrong("13.2", c13.check_encode_word, "first occurrence", a.encode_first_occurrence)
 wrong("13.2", c13.check_encode_word, "WordPiece", a.encode_longest)
-wrong("13.2", c13.check_encode_word, "learned earliest", a.encode_leftmost_any)
+wrong("13.2", c13.check_encode_word, "where it is (leftmost)", a.encode_leftmost_any)
+wrong("13.2", c13.check_encode_word, "size of the symbol it makes", a.encode_longest_new)
 wrong("13.2", c13.check_encode_word, "rightmost", a.encode_rightmost)
 wrong("13.2", c13.check_encode_word, "word marker", a.encode_no_marker)
 wrong("13.2", c13.check_encode_word, INPLACE, a.encode_pop)
@@ -74,6 +76,13 @@ wrong("13.4", c13.check_average_checkpoints, "one number", a.average_all_element
 wrong("13.4", c13.check_average_checkpoints, "torch.stack", a.average_cat)
 wrong("13.4", c13.check_average_checkpoints, "last two", a.average_last_two)
 wrong("13.4", c13.check_average_checkpoints, "which is the answer", a.average_library)
+
+# 13.5 what the length penalty changes (the experiment on the shipped model; a prediction, then the function)
+right("13.5", c13.check_alpha_changes, a.predict_right, a.changes_ref)
+right("13.5", c13.check_alpha_changes, a.predict_right_loose, a.changes_teacher_forced)
+right("13.5", c13.check_alpha_changes, a.predict_right, a.changes_dict_style)
+for _answer, _words in a.ALPHA_MISTAKES:
+    wrong("13.5", c13.check_alpha_changes, _words, a.predict_right, _answer)
 
 # right()/wrong() append to the shared table; this file's ROWS are the rows added above
 ROWS: list[Row] = _TABLE[_start:]

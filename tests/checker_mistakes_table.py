@@ -46,17 +46,28 @@ from course_utils.exercises import (
 )
 
 Row = tuple[str, Callable[..., Any], tuple[Any, ...], str | None]
-ROWS: list[Row] = []
 INPLACE = "in place"
 TYPED_IN = "not a number typed in"  # an experiment's numbers written into the code: the checker re-runs it
 
 
-def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
-    ROWS.append((ex, check, answer, None))
+def row_adders(rows: list[Row]) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``right(ex, check, *answer)`` and ``wrong(ex, check, hint, *answer)``, each appending a row to ``rows``.
+
+    This table's ROWS is filled with them; a chapter's table (tests/checker_mistakes_chNN.py) makes its own
+    ROWS and its own pair: ``ROWS: list[Row] = []`` then ``right, wrong = row_adders(ROWS)``.
+    """
+
+    def right(ex: str, check: Callable[..., Any], *answer: Any) -> None:
+        rows.append((ex, check, answer, None))
+
+    def wrong(ex: str, check: Callable[..., Any], hint: str, *answer: Any) -> None:
+        rows.append((ex, check, answer, hint))
+
+    return right, wrong
 
 
-def wrong(ex: str, check: Callable[..., Any], hint: str, *answer: Any) -> None:
-    ROWS.append((ex, check, answer, hint))
+ROWS: list[Row] = []
+right, wrong = row_adders(ROWS)
 
 
 # ================================================================ 1.1 softmax

@@ -60,8 +60,6 @@ EXEMPT = {
              " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
     "10.4": "predict:"
              " tests/test_exercises_ch10.py tries the reference, two other right answers and three named mistakes",
-    "13.5": "experiment (on the shipped translation model):"
-             " tests/test_exercises_ch13.py tries the reference, another right answer and seven mistakes (six hints)",
     "13.6": "transfer (French):"
              " tests/test_exercises_ch13.py tries the reference, another right answer and eight named mistakes",
     # transfer and prediction exercises checked by their own test files with answers of their kind

@@ -159,8 +159,10 @@ def test_online_mistakes(wrong, words):
 
 
 # ----- 11.2 -----------------------------------------------------------------------------------
-def tiled_loop(q, k, v, causal, block, skip=True, scale=True):
-    """The learner's tiled attention, with switches for the mistakes."""
+def tiled_loop(q, k, v, causal, block, skip=True, scale=True, scores="matmul", mask="causal"):
+    """The learner's tiled attention, with switches for the mistakes: ``skip=False`` computes the tiles above
+    the diagonal too; ``scores="einsum"`` takes each tile's scores with einsum; ``mask`` "causal" (right),
+    "none" (nothing masked inside the diagonal tile) or "local" (every tile gets the same local triangle)."""
     T, d_k = q.shape[-2], q.shape[-1]
     out = []
     for i0 in range(0, T, block):
@@ -170,21 +172,29 @@ def tiled_loop(q, k, v, causal, block, skip=True, scale=True):
         l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
         acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
         for j0 in range(0, i0 + n if causal and skip else T, block):
-            s = qb @ k[..., j0:j0 + block, :].transpose(-2, -1)
-            if causal:
+            kb = k[..., j0:j0 + block, :]
+            s = torch.einsum("...qd,...kd->...qk", qb, kb) if scores == "einsum" else qb @ kb.transpose(-2, -1)
+            if causal and mask == "causal":
                 rows, cols = torch.arange(i0, i0 + n)[:, None], torch.arange(j0, j0 + s.shape[-1])[None, :]
                 s = s.masked_fill(cols > rows, float("-inf"))
+            elif causal and mask == "local":
+                s = s.masked_fill(torch.ones(n, s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
             m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
         out.append(acc / l[..., None])
     return torch.cat(out, dim=-2)
 
 
-def experiment(tiled, timer, cases=((512, 256), (1024, 256), (2048, 256), (2048, 32))):
+def experiment(tiled, timer, cases=((512, 256), (1024, 256), (2048, 256), (2048, 32)), swapped=False,
+               plain_causal=True, plain_on_other_q=False):
+    """The learner's timing run, with switches for the mistakes: ``swapped`` gives timer.compare the tiled
+    loop first; ``plain_causal=False`` times the baseline without the mask; ``plain_on_other_q`` on other q."""
     results = {}
     for T, block in cases:
         q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
-        results[(T, block)] = timer.compare(lambda q=q, k=k, v=v: plain_attention(q, k, v, True),
-                                            lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
+        q_plain = torch.randn(1, 1, T, 64) if plain_on_other_q else q
+        pair = (lambda q=q_plain, k=k, v=v: plain_attention(q, k, v, plain_causal),
+                lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
+        results[(T, block)] = timer.compare(*(pair[::-1] if swapped else pair))
     return results
 
 
@@ -217,89 +227,32 @@ def test_tiling_right_answer():
 
 def einsum_every_tile(q, k, v, causal, block):
     """Right output, but the scores of every tile computed with einsum (masked afterwards): no tile skipped."""
-    T, d_k = q.shape[-2], q.shape[-1]
-    out = []
-    for i0 in range(0, T, block):
-        qb = q[..., i0:i0 + block, :] / math.sqrt(d_k)
-        n = qb.shape[-2]
-        m = q.new_full((*q.shape[:-2], n), float("-inf"))
-        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
-        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
-        for j0 in range(0, T, block):
-            s = torch.einsum("...qd,...kd->...qk", qb, k[..., j0:j0 + block, :])
-            if causal:
-                rows, cols = torch.arange(i0, i0 + n)[:, None], torch.arange(j0, j0 + s.shape[-1])[None, :]
-                s = s.masked_fill(cols > rows, float("-inf"))
-            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
-        out.append(acc / l[..., None])
-    return torch.cat(out, dim=-2)
+    return tiled_loop(q, k, v, causal, block, skip=False, scores="einsum")
 
 
 def diagonal_unmasked(q, k, v, causal, block):
     """Skips the tiles above the diagonal but masks nothing inside the diagonal tile."""
-    T, d_k = q.shape[-2], q.shape[-1]
-    out = []
-    for i0 in range(0, T, block):
-        qb = q[..., i0:i0 + block, :] / math.sqrt(d_k)
-        n = qb.shape[-2]
-        m = q.new_full((*q.shape[:-2], n), float("-inf"))
-        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
-        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
-        for j0 in range(0, i0 + n if causal else T, block):
-            s = qb @ k[..., j0:j0 + block, :].transpose(-2, -1)
-            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
-        out.append(acc / l[..., None])
-    return torch.cat(out, dim=-2)
+    return tiled_loop(q, k, v, causal, block, mask="none")
 
 
 def local_triangle(q, k, v, causal, block):
     """Skips the tiles above the diagonal and masks every computed tile with the same local triangle."""
-    T, d_k = q.shape[-2], q.shape[-1]
-    out = []
-    for i0 in range(0, T, block):
-        qb = q[..., i0:i0 + block, :] / math.sqrt(d_k)
-        n = qb.shape[-2]
-        m = q.new_full((*q.shape[:-2], n), float("-inf"))
-        l = q.new_zeros((*q.shape[:-2], n))  # noqa: E741
-        acc = q.new_zeros((*q.shape[:-2], n, v.shape[-1]))
-        for j0 in range(0, i0 + n if causal else T, block):
-            s = qb @ k[..., j0:j0 + block, :].transpose(-2, -1)
-            if causal:
-                s = s.masked_fill(torch.ones(n, s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
-            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j0:j0 + block, :])  # noqa: E741
-        out.append(acc / l[..., None])
-    return torch.cat(out, dim=-2)
+    return tiled_loop(q, k, v, causal, block, mask="local")
 
 
 def swapped_compare(tiled, timer):
     """timer.compare(tiled_fn, plain_fn): the arguments in the wrong order."""
-    results = {}
-    for T, block in ((512, 256), (1024, 256), (2048, 256), (2048, 32)):
-        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
-        results[(T, block)] = timer.compare(lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b),
-                                            lambda q=q, k=k, v=v: plain_attention(q, k, v, True))
-    return results
+    return experiment(tiled, timer, swapped=True)
 
 
 def plain_without_mask(tiled, timer):
     """The plain baseline timed without the causal mask, against the causal loop."""
-    results = {}
-    for T, block in ((512, 256), (1024, 256), (2048, 256), (2048, 32)):
-        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
-        results[(T, block)] = timer.compare(lambda q=q, k=k, v=v: plain_attention(q, k, v, False),
-                                            lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
-    return results
+    return experiment(tiled, timer, plain_causal=False)
 
 
 def other_inputs(tiled, timer):
     """Plain attention timed on other q, k, v than the loop."""
-    results = {}
-    for T, block in ((512, 256), (1024, 256), (2048, 256), (2048, 32)):
-        q, k, v = (torch.randn(1, 1, T, 64) for _ in range(3))
-        q2 = torch.randn(1, 1, T, 64)
-        results[(T, block)] = timer.compare(lambda q=q2, k=k, v=v: plain_attention(q, k, v, True),
-                                            lambda q=q, k=k, v=v, b=block: tiled(q, k, v, True, b))
-    return results
+    return experiment(tiled, timer, plain_on_other_q=True)
 
 
 @pytest.mark.parametrize("tiled,run,words", [

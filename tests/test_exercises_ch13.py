@@ -14,16 +14,17 @@ from conftest import fails_with
 from conftest import stub as _stub
 
 from course_utils import bpe
-from course_utils.bpe import BPETokenizer
+from course_utils.bpe import SOS_ID, BPETokenizer
+from course_utils.decoding import beam_search, length_penalty_factor
 from course_utils.exercises.ch13_translation import (
-    check_alpha_experiment,
+    check_alpha_changes,
     check_average_checkpoints,
     check_break_even_alpha,
     check_encode_word,
     check_learn_merges,
     check_transfer,
 )
-from course_utils.translation import number_name, translate
+from course_utils.translation import number_name, pad
 
 SPECIALS = ["<pad>", "<sos>", "<eos>"]
 
@@ -285,6 +286,41 @@ def encode_longest(word, merges):
     return out
 
 
+def encode_longest_new(word, merges):
+    """Joins, among the learned pairs present, the one that makes the longest new symbol (leftmost first)."""
+    rank = {tuple(p): i for i, p in enumerate(merges)}
+    symbols = list(word)
+    while True:
+        found = [(len(symbols[i] + symbols[i + 1]), -i) for i in range(len(symbols) - 1)
+                 if (symbols[i], symbols[i + 1]) in rank]
+        if not found:
+            return symbols
+        i = -max(found)[1]
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
+
+
+def merges_longer_symbol(counts, n_merges):
+    """Breaks ties by the length of the joined symbol first (a misreading of the rule), then by the vocabulary."""
+    words = {tuple(w): c for w, c in counts.items()}
+    vocab = SPECIALS + sorted({ch for w in counts for ch in w})
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for symbols, c in words.items():
+            for pair in zip(symbols, symbols[1:], strict=False):
+                pairs[pair] += c
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], len(p[0] + p[1]), -vocab.index(p[0]), -vocab.index(p[1])))
+        if pairs[best] < 2:
+            break
+        merges.append(best)
+        if best[0] + best[1] not in vocab:
+            vocab.append(best[0] + best[1])
+        words = {_join(list(w), best): c for w, c in words.items()}
+    return merges
+
+
 def encode_leftmost_any(word, merges):
     """Joins the leftmost adjacent pair that is any merge, ignoring the order they were learned in."""
     known = {tuple(p) for p in merges}
@@ -454,62 +490,177 @@ def average_last_two(states):
     return {k: torch.stack([s[k] for s in states[-2:]]).mean(0) for k in states[0]}
 
 
-# ================================================================ 13.5 experiment: alpha and length
-def predict_longer():
-    return "longer"
+# ================================================================ 13.5 experiment: what alpha changes
+def predict_right():
+    return "longer, less probable"
 
 
-def predict_longer_capital():
-    return "Longer "
+def predict_right_loose():
+    return "  Longer and LESS probable "
 
 
-def predict_shorter():
-    return "shorter"
+def predict_wrong():
+    return "shorter, more probable"
 
 
-def length_ref(model, tok, sources, alpha):
-    outputs = translate(model, tok, sources, beam_size=4, alpha=alpha)
-    return sum(len(o) for o in outputs) / len(outputs)
+def _winner(model, tok, text, alpha, penalty="gnmt", beam_size=4, undo=True):
+    src = pad([tok.encode(text)])  # (1, T_src)
+    ids, score = beam_search(model, src, max_len=src.shape[1] + 50, beam_size=beam_size, length_penalty=alpha,
+                             penalty=penalty)[0]
+    log_prob = score * ((5 + len(ids)) / 6) ** alpha if undo else score
+    return tok.decode(ids), len(ids), log_prob
 
 
-def length_tensor(model, tok, sources, alpha):
-    """Another right answer: a tensor mean."""
-    outputs = translate(model, tok, sources, beam_size=4, alpha=float(alpha), extra=50)
-    return torch.tensor([len(o) for o in outputs], dtype=torch.float64).mean()
+def _changes(model, tok, sources, at=_winner, keep=lambda a, b: a[0] != b[0], alphas=(0.0, 2.0)):
+    out = []
+    for text in sources:
+        a, b = (at(model, tok, text, alpha) for alpha in alphas)
+        if keep(a, b):
+            out.append((text, a, b))
+    return out
 
 
-def length_typed_in(model, tok, sources, alpha):
-    return 38.5
+def changes_ref(model, tok, sources):
+    """The notebook's solution: beam_search twice per source, the penalty undone."""
+    return _changes(model, tok, sources)
 
 
-def length_greedy(model, tok, sources, alpha):
-    outputs = translate(model, tok, sources)
-    return sum(len(o) for o in outputs) / len(outputs)
+def changes_teacher_forced(model, tok, sources):
+    """Another right answer: the winners' ids from beam_search, their log-probability by teacher forcing."""
+    out = []
+    for text in sources:
+        src = pad([tok.encode(text)])
+        entry = [text]
+        for alpha in (0.0, 2.0):
+            ids = beam_search(model, src, max_len=src.shape[1] + 50, length_penalty=alpha, penalty="gnmt")[0][0]
+            tgt_in = torch.tensor([[SOS_ID, *ids[:-1]]])  # (1, T): the decoder's input, shifted right
+            with torch.no_grad():
+                logp = torch.log_softmax(model(src, tgt_in), dim=-1)[0]  # (T, V)
+            entry.append((tok.decode(ids), len(ids), logp[torch.arange(len(ids)), ids].sum()))
+        if entry[1][0] != entry[2][0]:
+            out.append(tuple(entry))
+    return out
 
 
-def length_no_alpha(model, tok, sources, alpha):
-    outputs = translate(model, tok, sources, beam_size=4)
-    return sum(len(o) for o in outputs) / len(outputs)
+def changes_dict_style(model, tok, sources):
+    """Another right answer: lists instead of tuples, numpy numbers, the ids compared instead of the texts."""
+    import numpy as np
+
+    found = []
+    for text in sources:
+        src = pad([tok.encode(text)])
+        hyps = {a: beam_search(model, src, src.shape[1] + 50, 4, a, "gnmt")[0] for a in (0, 2)}
+        if hyps[0][0] == hyps[2][0]:
+            continue
+        row = [text]
+        for a, (ids, score) in hyps.items():
+            row.append([tok.decode(ids), np.int64(len(ids)), np.float64(score * length_penalty_factor(len(ids), a,
+                                                                                                      "gnmt"))])
+        found.append(row)
+    return found
 
 
-def length_tokens(model, tok, sources, alpha):
-    outputs = translate(model, tok, sources, beam_size=4, alpha=alpha)
-    return sum(len(tok.encode(o)) for o in outputs) / len(outputs)
+def changes_all_sources(model, tok, sources):
+    return _changes(model, tok, sources, keep=lambda a, b: True)
 
 
-def length_sources(model, tok, sources, alpha):
-    translate(model, tok, sources, beam_size=4, alpha=alpha)
-    return sum(len(s) for s in sources) / len(sources)
+def changes_by_score(model, tok, sources):
+    """Compares the penalised scores, which differ for every source."""
+    return _changes(model, tok, sources, at=lambda m, t, x, a: _winner(m, t, x, a, undo=False),
+                    keep=lambda a, b: a[2] != b[2])
 
 
-def length_total(model, tok, sources, alpha):
-    outputs = translate(model, tok, sources, beam_size=4, alpha=alpha)
-    return sum(len(o) for o in outputs)
+def changes_power_penalty(model, tok, sources):
+    """beam_search's default penalty, length ** alpha."""
+    def at(m, t, x, a):
+        src = pad([t.encode(x)])
+        ids, score = beam_search(m, src, max_len=src.shape[1] + 50, beam_size=4, length_penalty=a)[0]
+        return t.decode(ids), len(ids), score * len(ids) ** a
+    return _changes(model, tok, sources, at=at)
 
 
-def length_fixed_alpha(model, tok, sources, alpha):
-    outputs = translate(model, tok, sources, beam_size=4, alpha=0.6)
-    return sum(len(o) for o in outputs) / len(outputs)
+def changes_no_undo(model, tok, sources):
+    return _changes(model, tok, sources, at=lambda m, t, x, a: _winner(m, t, x, a, undo=False))
+
+
+def changes_divided_twice(model, tok, sources):
+    def at(m, t, x, a):
+        out, n, score = _winner(m, t, x, a, undo=False)
+        return out, n, score / ((5 + n) / 6) ** a
+    return _changes(model, tok, sources, at=at)
+
+
+def changes_no_eos(model, tok, sources):
+    def at(m, t, x, a):
+        out, n, logp = _winner(m, t, x, a)
+        return out, n - 1, logp
+    return _changes(model, tok, sources, at=at)
+
+
+def changes_characters(model, tok, sources):
+    def at(m, t, x, a):
+        out, n, logp = _winner(m, t, x, a)
+        return out, len(out), logp
+    return _changes(model, tok, sources, at=at)
+
+
+def changes_per_token(model, tok, sources):
+    def at(m, t, x, a):
+        out, n, logp = _winner(m, t, x, a)
+        return out, n, logp / n
+    return _changes(model, tok, sources, at=at)
+
+
+def changes_swapped(model, tok, sources):
+    return [(text, b, a) for text, a, b in changes_ref(model, tok, sources)]
+
+
+def changes_greedy_at_zero(model, tok, sources):
+    """translate()'s default beam_size=1 at alpha 0."""
+    return _changes(model, tok, sources, at=lambda m, t, x, a: _winner(m, t, x, a, beam_size=1 if a == 0 else 4))
+
+
+def changes_greedy(model, tok, sources):
+    """translate()'s defaults everywhere: greedy decoding never changes with alpha."""
+    return _changes(model, tok, sources, at=lambda m, t, x, a: _winner(m, t, x, a, beam_size=1))
+
+
+def changes_paper_alpha(model, tok, sources):
+    return _changes(model, tok, sources, alphas=(0.0, 0.6))
+
+
+def changes_ids(model, tok, sources):
+    def at(m, t, x, a):
+        src = pad([t.encode(x)])
+        ids, score = beam_search(m, src, max_len=src.shape[1] + 50, beam_size=4, length_penalty=a, penalty="gnmt")[0]
+        return ids, len(ids), score * ((5 + len(ids)) / 6) ** a
+    return _changes(model, tok, sources, at=at)
+
+
+_FIRST_ANSWER = []
+
+
+def changes_typed_in(model, tok, sources):
+    """Computes the first list, then answers every later call with it (a list written into the code)."""
+    if not _FIRST_ANSWER:
+        _FIRST_ANSWER.append(changes_ref(model, tok, sources))
+    return _FIRST_ANSWER[0]
+
+
+def changes_numbers_as_sources(model, tok, sources):
+    return [(i, a, b) for i, (text, a, b) in enumerate(changes_ref(model, tok, sources))]
+
+
+def changes_double_model(model, tok, sources):
+    """Turns the model to float64 in place, for more exact log-probabilities."""
+    model.double()
+    return changes_ref(model, tok, sources)
+
+
+def changes_half_model(model, tok, sources):
+    """Turns the model to half precision in place, to decode faster."""
+    model.half()
+    return changes_ref(model, tok, sources)
 
 
 # ================================================================ 13.6 transfer: French
@@ -605,13 +756,15 @@ IMPLEMENT = {  # checker -> (right answers, [(wrong answer, words its hint must 
          (merges_latest_first, "came last"), (merges_no_stop, "fewer than 2"), (merges_stop_at_two, "only below 2"),
          (merges_count_once, "recount"), (merges_str_replace, "str.replace"), (merges_joined_strings, "string"),
          (merges_one_short, "exactly n_merges"), (merges_in_place, "in place"),
-         (merges_library, "which is the answer"), (merges_across_words, "word boundary")],
+         (merges_library, "which is the answer"), (merges_across_words, "word boundary"),
+         (merges_longer_symbol, "length of the joined symbol")],
     ),
     check_encode_word: (
         [encode_ref, encode_replay, encode_tuple],
         [(encode_chars, "single characters"), (encode_reversed, "reverse order"),
          (encode_first_occurrence, "first occurrence"), (encode_longest, "longest"),
-         (encode_leftmost_any, "learned earliest"), (encode_rightmost, "rightmost"),
+         (encode_leftmost_any, "where it is (leftmost)"), (encode_rightmost, "rightmost"),
+         (encode_longest_new, "size of the symbol it makes"),
          (encode_no_marker, "word marker"), (encode_pop, "in place"), (encode_joined_string, "list of strings"),
          (encode_library, "which is the answer")],
     ),
@@ -659,41 +812,97 @@ def test_the_library_functions_are_refused_but_a_same_named_helper_is_not():
     assert check_encode_word(encode_word).passed
 
 
-# ----- 13.5: the experiment on the shipped model ------------------------------------------------
-@pytest.mark.parametrize("fn", [length_ref, length_tensor])
-def test_alpha_experiment_right_answers(fn):
-    result = check_alpha_experiment(predict_longer, fn)
+# ----- 13.5: what the length penalty changes, on the shipped model ------------------------------
+ALPHA_MISTAKES = [  # (answer, words its hint must contain); tests/checker_mistakes_ch13.py lists them too
+    (changes_all_sources, "every source"), (changes_by_score, "every source"),
+    (changes_power_penalty, 'penalty="gnmt"'), (changes_no_undo, "undo it"),
+    (changes_divided_twice, "once more"), (changes_no_eos, "end token"), (changes_characters, "characters"),
+    (changes_per_token, "mean per token"), (changes_swapped, "at_0 is the winner at alpha 2"),
+    (changes_greedy_at_zero, "greedy"), (changes_greedy, "list is empty"), (changes_paper_alpha, "alpha 0.6"),
+    (changes_ids, "tok.decode(ids)"), (changes_typed_in, "written into the code"),
+    (changes_numbers_as_sources, "English source text"), (changes_half_model, "in place"),
+    (changes_double_model, "to torch.float64 in place"),
+]
+
+
+@pytest.mark.parametrize("fn", [changes_ref, changes_teacher_forced, changes_dict_style], ids=lambda f: f.__name__)
+def test_alpha_changes_right_answers(fn):
+    result = check_alpha_changes(predict_right, fn)
     assert result.passed and "matches the measurement" in result.message, result.message
+    assert "4 of the 12 outputs change" in result.message and "between 0.10 and 1.20" in result.message
 
 
-def test_alpha_experiment_prediction_ignores_case_and_spaces():
-    result = check_alpha_experiment(predict_longer_capital, length_ref)
-    assert result.passed and "matches the measurement" in result.message, result.message
+def test_alpha_changes_prediction_ignores_case_spaces_and_joining_words():
+    result = check_alpha_changes(predict_right_loose, changes_ref)
+    assert result.passed and "Your prediction ('longer, less probable') matches" in result.message, result.message
 
 
-def test_experiment_failures_do_not_print_the_reference():
-    for result in (check_alpha_experiment(predict_longer, length_typed_in), check_transfer(predict_more, tokens_total)):
-        assert not result.passed and "reference" not in result.message, result.message
+def test_alpha_changes_explains_a_wrong_prediction():
+    result = check_alpha_changes(predict_wrong, changes_ref)
+    assert result.passed and "You predicted 'shorter, more probable'" in result.message, result.message
+    assert "hand the win to a longer output" in result.message and "less probable still" in result.message
+    half = check_alpha_changes("longer, more probable", changes_ref)
+    assert half.passed and "less probable still" in half.message and "longer output" not in half.message
 
 
-def test_alpha_experiment_reports_a_wrong_prediction():
-    result = check_alpha_experiment(predict_shorter, length_ref)
-    assert result.passed and "You predicted 'shorter'" in result.message, result.message
+@pytest.mark.parametrize("fn,words", ALPHA_MISTAKES, ids=lambda x: getattr(x, "__name__", ""))
+def test_alpha_changes_mistakes(fn, words):
+    fails_with(check_alpha_changes(predict_right, fn), words)
 
 
-@pytest.mark.parametrize("fn,words", [
-    (length_typed_in, "not a number you typed"), (length_greedy, "greedily"), (length_no_alpha, "pass alpha"),
-    (length_tokens, "count tokens"), (length_sources, "English sources"), (length_total, "total"),
-    (length_fixed_alpha, "pass alpha on"),  # alpha 0.6 changes no output of these numbers: the same as alpha 0
-], ids=lambda x: getattr(x, "__name__", ""))
-def test_alpha_experiment_mistakes(fn, words):
-    fails_with(check_alpha_experiment(predict_longer, fn), words)
+def test_alpha_changes_prediction_first():
+    assert check_alpha_changes(lambda: "", changes_ref).not_implemented
+    assert check_alpha_changes(_stub, changes_ref).not_implemented
+    assert check_alpha_changes(predict_right, _stub).not_implemented
+    fails_with(check_alpha_changes("much longer", changes_ref), "not one of the choices")
+    fails_with(check_alpha_changes(predict_right, lambda m, t, s: []), "list is empty")
 
 
-def test_alpha_experiment_prediction_first():
-    assert check_alpha_experiment(lambda: "", length_ref).not_implemented
-    fails_with(check_alpha_experiment("much longer", length_ref), "not one of the choices")
-    assert check_alpha_experiment(_stub, length_ref).not_implemented
+@pytest.mark.parametrize("answer,words", [
+    (None, "list of (source, at_0, at_2)"), ({"x": 1}, "list of (source, at_0, at_2)"),
+    ([("ten",)], "(source, at_0, at_2)"), ([(number_name(10149, "en"), "zehn", "x")], "(output, length, log_prob)"),
+    ([(number_name(10149, "en"), ("zehn", 2.5, -1.0), ("a", 5, -2.0))], "int"),
+    ([(number_name(10149, "en"), ("zehn", 2, "low"), ("a", 5, -2.0))], "number"),
+    ([(number_name(10149, "en"), ("zehn", 2, torch.tensor([1.0, 2.0])), ("a", 5, -2.0))], "number"),
+    ([(number_name(10149, "en"),) * 3], "(output, length, log_prob)"),
+    ([{"source": number_name(10149, "en"), "at_0": None, "at_2": None}], "is a dict with the keys"),
+])
+def test_alpha_changes_odd_answers_get_a_sentence_not_a_crash(answer, words):
+    result = check_alpha_changes(predict_right, lambda m, t, s: answer)
+    fails_with(result, words)
+    assert "\n" not in result.message and "Traceback" not in result.message
+
+
+def test_alpha_changes_duplicate_and_crash():
+    ten = number_name(10149, "en")
+    fails_with(check_alpha_changes(predict_right, lambda m, t, s: [(ten, ("a", 2, -1.0), ("b", 5, -2.0))] * 2),
+               "appears twice")
+    fails_with(check_alpha_changes(predict_right, lambda m, t, s: 1 / 0), "ZeroDivisionError")
+
+
+def test_the_changed_numbers_have_margins_on_any_cpu():
+    """The checker's numbers: which outputs change is decided by margins of at least 0.02 in score, far above
+    what another CPU's rounding moves, and the docstring's list of changed numbers is right."""
+    from course_utils.exercises import ch13_translation as c13
+
+    model, tok = c13._reference_model()
+    changed = set()
+    for n in sorted(set(c13.CHANGE_NUMBERS) | set(c13.CHANGE_NUMBERS_AGAIN)):
+        src = pad([tok.encode(number_name(n, "en"))])
+        best = {}
+        for alpha in c13.ALPHAS:
+            hyps = beam_search(model, src, max_len=src.shape[1] + 50, beam_size=4, length_penalty=alpha,
+                               penalty="gnmt")
+            assert hyps[0][1] - hyps[1][1] >= 0.02, (n, alpha, hyps[:2])
+            best[alpha] = hyps[0][0]
+        if best[0.0] != best[2.0]:
+            changed.add(n)
+    assert changed == {10149, 11630, 30108, 56812, 69193}
+
+
+def test_the_learner_gets_a_fresh_model_and_cannot_spoil_the_reference():
+    fails_with(check_alpha_changes(predict_right, changes_half_model), "in place")
+    assert check_alpha_changes(predict_right, changes_ref).passed
 
 
 # ----- 13.6: transfer to French -------------------------------------------------------------------
@@ -720,3 +929,8 @@ def test_transfer_mistakes(fn, words):
 
 def test_transfer_prediction_must_be_a_choice():
     fails_with(check_transfer("lots", tokens_ref), "not one of the choices")
+
+
+def test_transfer_failures_do_not_print_the_reference():
+    result = check_transfer(predict_more, tokens_total)
+    assert not result.passed and "reference" not in result.message, result.message

@@ -1,11 +1,13 @@
 """Checkers for the exercises of Chapter 13 (translation: BPE, the length penalty, checkpoint averaging,
-an experiment with the length penalty and a transfer to French)."""
+an experiment on what the length penalty changes and a transfer to French)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -14,8 +16,9 @@ import torch
 from torch import Tensor
 
 from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
-from ..translation import average_state_dicts, beyond_numbers, number_name, translate
-from .core import CheckFailed, as_number, call_student, checker, describe, names_used
+from ..decoding import beam_search, length_penalty_factor
+from ..translation import average_state_dicts, number_name, pad
+from .core import CheckFailed, as_int, as_number, call_student, checker, describe, names_used
 from .experiment import compare_prediction, read_prediction
 
 Pair = tuple[str, str]
@@ -80,6 +83,10 @@ def _merges_variant(counts: dict[str, int], n_merges: int, weighted: bool = True
         elif tie == "latest":
             pair, count = max(pairs.items(), key=lambda kv: (kv[1], rank.get(kv[0][0], -1),
                                                              rank.get(kv[0][1], -1)))
+        elif tie == "longer":  # the longer joined symbol first, then the vocabulary order
+            pair, count = max(pairs.items(), key=lambda kv: (kv[1], len(kv[0][0] + kv[0][1]),
+                                                             -rank.get(kv[0][0], len(rank)),
+                                                             -rank.get(kv[0][1], len(rank))))
         elif tie == "alphabetical":
             pair = min(pairs, key=lambda p: (-pairs[p], p))
             count = pairs[pair]
@@ -143,6 +150,8 @@ MERGE_MISTAKES: dict[str, tuple[dict[str, Any], str]] = {
     "alphabetical": ({"tie": "alphabetical"}, _TIE_RULE + ", not the alphabetically first pair."),
     "first_seen": ({"tie": "first"}, _TIE_RULE + ", not the first pair your loop met (max() and "
                    "most_common() keep the first of equal counts)."),
+    "longer": ({"tie": "longer"}, _TIE_RULE + "; the length of the joined symbol plays no part (you prefer the "
+               "longer one)."),
     "latest": ({"tie": "latest"}, _TIE_RULE + ": you take the one that came last (check the sign in your key)."),
     "no_stop": ({"min_count": 1}, "Stop when the most frequent pair occurs fewer than 2 times: a merge seen "
                 "once compresses nothing."),
@@ -272,6 +281,7 @@ ENCODE_MISTAKES: dict[str, tuple[Callable[[str, list[Pair]], list[str]], str]] =
     "reverse": (_encode_reverse, "You apply the merges in reverse order; the first merge learned goes first."),
     "reverse_replay": (_encode_reverse_replay, "You replay the merges in reverse order; the first merge learned "
                        "goes first."),
+    # joining the leftmost learned pair and joining the one that makes the longest symbol split words alike
     "leftmost_any": (_encode_leftmost_any, "You choose the pair to join by where it is (leftmost) or by the size of "
                      "the symbol it makes, not by its rank: BPE joins the pair that was learned earliest first, "
                      "wherever it is in the word."),
@@ -438,75 +448,271 @@ def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, 
     return "Your average equals the element-wise mean and leaves the checkpoints unchanged."
 
 
-# ---------------------------------------------------------------- 13.5 experiment: alpha and output length
-ALPHA_OPTIONS = {"longer": "outputs get longer", "shorter": "outputs get shorter", "same": "lengths do not change"}
-ALPHA_EXPLANATIONS = {
-    "shorter": "Dividing a negative log-probability by a penalty that grows with length raises long hypotheses' "
-               "scores, never short ones'.",
-    "same": "Most outputs do not change, but where the beam ends with finished hypotheses of different lengths, "
-            "a larger alpha lifts the longer one.",
+# ---------------------------------------------------------------- 13.5 experiment: what the length penalty changes
+Winner = tuple[str, int, float]  # (output text, len(ids) with the end token, log-probability)
+
+CHANGE_OPTIONS = {
+    "longer, less probable": "the new winner is longer and less probable",
+    "longer, more probable": "the new winner is longer and more probable",
+    "shorter, less probable": "the new winner is shorter and less probable",
+    "shorter, more probable": "the new winner is shorter and more probable",
 }
+_LENGTH_WHY = ("Dividing a negative log-probability by ((5 + L) / 6) ** alpha lifts a long hypothesis's score more "
+               "than a short one's (Exercise 13.3), so raising alpha can only hand the win to a longer output.")
+_PROBABILITY_WHY = ("At alpha 0 beam search keeps the most probable hypothesis it finished, and the ones it would "
+                    "finish later are less probable still, so any other winner is less probable: the penalty "
+                    "trades probability for length.")
+ALPHAS = (0.0, 2.0)
+# Numbers beyond the training range that the checker asks about (as English names): 10149, 11630, 30108 and
+# 56812 change their beam-4 output between alpha 0 and alpha 2, the other eight do not; the second, smaller
+# call adds 69193, which changes too. For each, the best two finished hypotheses differ in score by at least
+# 0.02 at both alphas, so the same outputs change on every CPU (tests/test_exercises_ch13.py checks it).
+CHANGE_NUMBERS = (10149, 11630, 27068, 30108, 34823, 37242, 56812, 76576, 80816, 91954, 95899, 99206)
+CHANGE_NUMBERS_AGAIN = (91954, 69193, 10149)
 
 
-def _shipped_beyond() -> tuple[Any, BPETokenizer, list[int]]:
-    """The shipped model, its tokenizer and the recipe's numbers beyond the training range."""
-    from ..runs.translation import TRANSLATION_RECIPE, load_translation
+def _beam_winner(model: Any, tokenizer: BPETokenizer, text: str, alpha: float, penalty: str = "gnmt",
+                beam_size: int = 4) -> tuple[Winner, float]:
+    """Reference: the beam-search winner for ``text`` as (output, len(ids), log-probability), and its score."""
+    src = pad([tokenizer.encode(text)])  # (1, T_src)
+    ids, score = beam_search(model, src, max_len=src.shape[1] + 50, beam_size=beam_size, length_penalty=alpha,
+                             penalty=penalty)[0]
+    return (tokenizer.decode(ids), len(ids), score * length_penalty_factor(len(ids), alpha, penalty)), score
+
+
+def _shipped_model() -> tuple[Any, BPETokenizer]:
+    """The chapter's shipped model and its tokenizer, loaded afresh (the learner's code gets its own copy)."""
+    from ..runs.translation import load_translation
 
     model, tokenizer, _ = load_translation()
-    d = TRANSLATION_RECIPE["data"]
-    low, high, n = d["beyond"]
-    return model, tokenizer, beyond_numbers(low, high, n, d["split_seed"])
+    return model, tokenizer
 
 
-@checker("13.5", "the length penalty beyond the training range")
-def check_alpha_experiment(prediction: Any, measure: Callable[..., float]) -> str:
-    """Prediction first; then ``measure(model, tokenizer, sources, alpha)`` must equal the reference on the
-    checker's own numbers beyond the training range (the shipped model) at two alphas, so a hard-coded
-    number fails; the direction is reported against the prediction."""
-    key = read_prediction(_lowered(prediction), ALPHA_OPTIONS)
-    model, tokenizer, numbers = _shipped_beyond()
-    rng = random.Random(len(numbers))
-    picks = rng.sample(list(numbers), min(24, len(numbers)))
-    sources = [number_name(n, "en") for n in picks]
-    values: dict[float, float] = {}
-    for alpha in (0.0, 2.0):
-        got = as_number(call_student(measure, model, tokenizer, list(sources), alpha, what="your measure"),
-                        f"measure(..., alpha={alpha})")
-        outs = translate(model, tokenizer, sources, beam_size=4, alpha=alpha)
-        want = sum(len(o) for o in outs) / len(outs)
-        if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
-            _explain_length(got, alpha, model, tokenizer, sources, outs)
-            raise CheckFailed(f"On the checker's {len(sources)} numbers your measure gives {got:.3f} characters at "
-                              f"alpha {alpha}, not what the checker measures: return the mean length in characters "
-                              "of the beam-4 translations of the sources you are given (not a number you typed).")
-        values[alpha] = got
-    diff = values[2.0] - values[0.0]
-    outcome = "longer" if diff > 0 else ("shorter" if diff < 0 else "same")
-    return (f"Measured on {len(sources)} numbers beyond the training range: mean output "
-            f"{'grows' if diff > 0 else 'shrinks' if diff < 0 else 'stays'} from alpha 0 to alpha 2. "
-            + compare_prediction(key, outcome, ALPHA_EXPLANATIONS))
+_REFERENCE: dict[tuple[str, float, str, int], Winner] = {}
 
 
-def _explain_length(got: float, alpha: float, model: Any, tokenizer: BPETokenizer, sources: list[str],
-                    outs: list[str]) -> None:
-    """Raise the hint of a typical mistake in the 13.5 measurement, if ``got`` is what it gives."""
-    n = len(sources)
+@functools.cache
+def _reference_model() -> tuple[Any, BPETokenizer]:
+    """The checker's own copy of the shipped model, which no learner's code ever receives."""
+    return _shipped_model()
+
+
+def _reference_winner(text: str, alpha: float, penalty: str = "gnmt", beam_size: int = 4) -> Winner:
+    """:func:`_beam_winner` on the checker's own model, each decoding done once per session."""
+    key = (text, alpha, penalty, beam_size)
+    if key not in _REFERENCE:
+        _REFERENCE[key] = _beam_winner(*_reference_model(), text, alpha, penalty, beam_size)[0]
+    return _REFERENCE[key]
+
+
+def _read_change_prediction(prediction: Any) -> str:
+    """The learner's prediction as a key of CHANGE_OPTIONS ("Longer and less probable" reads as one)."""
+    said = _lowered(prediction)
+    if isinstance(said, str):
+        words = re.findall(r"[a-z]+", said)
+        length = [w for w in words if w in ("longer", "shorter")]
+        probability = [w for w in words if w in ("more", "less")]
+        if len(length) == 1 and len(probability) == 1:
+            said = f"{length[0]}, {probability[0]} probable"
+    return read_prediction(said, CHANGE_OPTIONS)
+
+
+def _as_winner(x: Any, where: str) -> Winner:
+    if not isinstance(x, (tuple, list)) or len(x) != 3:
+        raise CheckFailed(f"{where} should be (output, length, log_prob), got {describe(x)}")
+    output, length, log_prob = x
+    if not isinstance(output, str):
+        raise CheckFailed(f"In {where} the output should be the German text, tok.decode(ids), got {describe(output)}")
+    return output, as_int(length, f"the length in {where}"), as_number(log_prob, f"the log_prob in {where}")
+
+
+def _change_records(got: Any, sources: list[str]) -> dict[str, tuple[Winner, Winner]]:
+    """The learner's list as {source: (at_0, at_2)}, every entry checked for its form."""
+    if not isinstance(got, (list, tuple)):
+        raise CheckFailed("alpha_changes should return a list of (source, at_0, at_2) entries, one per source "
+                          f"whose output changes, got {describe(got)}")
+    records: dict[str, tuple[Winner, Winner]] = {}
+    for i, entry in enumerate(got):
+        if isinstance(entry, dict):
+            raise CheckFailed(f"Entry {i} of your list is a dict with the keys {sorted(map(str, entry))}: make each "
+                              "entry the tuple (source, at_0, at_2), in that order.")
+        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            raise CheckFailed(f"Entry {i} of your list should be (source, at_0, at_2), got {describe(entry)}")
+        text = entry[0]
+        if not isinstance(text, str) or text not in sources:
+            raise CheckFailed(f"Entry {i} starts with {describe(text)}, which is not one of the sources you were "
+                              "given: start each entry with the English source text, exactly as given.")
+        if text in records:
+            raise CheckFailed(f"{text!r} appears twice in your list: one entry per source.")
+        records[text] = (_as_winner(entry[1], f"the at_0 of {text!r}"), _as_winner(entry[2], f"the at_2 of {text!r}"))
+    return records
+
+
+_GREEDY = ("greedy output (beam size 1, as translate() decodes by default), which has no length penalty: decode "
+           "with beam_size=4.")
+_POWER = ("beam_search's default penalty, Chapter 6's length ** alpha: pass penalty=\"gnmt\" for the paper's "
+          "((5 + length) / 6) ** alpha.")
+_PAPER_ALPHA = "alpha 0.6, the paper's value: this experiment compares alpha 0 with alpha 2."
+
+
+def _explain_output(text: str, alpha: float, got: str, ref: Callable[..., Winner]) -> None:
+    """Raise the hint for an output that is not the beam-4 winner at ``alpha`` (GNMT penalty)."""
+    where = f"For {text!r} your output at alpha {alpha:g}, {got!r},"
+    if got == ref(text, 2.0 - alpha)[0]:
+        raise CheckFailed(f"{where} is the winner at alpha {2.0 - alpha:g}: pass length_penalty=alpha to "
+                          "beam_search for each of the two runs (the entry is (source, at_0, at_2)).")
+    if got == ref(text, 0.0, beam_size=1)[0]:
+        raise CheckFailed(f"{where} is the {_GREEDY}")
+    if alpha and got == ref(text, alpha, penalty="power")[0]:
+        raise CheckFailed(f"{where} comes from {_POWER}")
+    if alpha and got == ref(text, 0.6)[0]:
+        raise CheckFailed(f"{where} is the winner at {_PAPER_ALPHA}")
+    raise CheckFailed(f"{where} is not the winner of beam_search with beam_size=4, penalty=\"gnmt\" and "
+                      f"length_penalty={alpha:g}: decode each source once per alpha and take hyps[0].")
+
+
+def _explain_choice(chosen: set[str], sources: list[str], ref: Callable[..., Winner]) -> None:
+    """Raise a hint when the learner's set of sources is the one a typical wrong decoding would find."""
+    variants = (
+        (lambda s: ref(s, 0.0, beam_size=1)[0] != ref(s, 2.0)[0], f"at alpha 0 you compare with the {_GREEDY}"),
+        (lambda s: ref(s, 0.0)[0] != ref(s, 0.6)[0], f"you compare with the winners at {_PAPER_ALPHA}"),
+        (lambda s: ref(s, 0.0)[0] != ref(s, 2.0, penalty="power")[0], f"at alpha 2 you use {_POWER}"),
+    )
+    for differs, hint in variants:
+        if chosen == {s for s in sources if differs(s)}:
+            raise CheckFailed(f"Your list holds the sources whose output changes if {hint}")
+
+
+def _explain_length(where: str, got: int, want: Winner) -> None:
+    output, length, _ = want
+    if got == length:
+        return
+    if got == length - 1:
+        raise CheckFailed(f"The length in {where} leaves out the end token: the penalty counts len(ids), the "
+                          "end-of-sentence token included.")
+    if got == length + 1:
+        raise CheckFailed(f"The length in {where} counts one token too many (the start token?): use len(ids) "
+                          "of the hypothesis beam_search returns.")
+    if got == len(output):
+        raise CheckFailed(f"The length in {where} counts characters; the penalty counts tokens: len(ids).")
+    raise CheckFailed(f"The length in {where} should be len(ids) of the winning hypothesis, the end token "
+                      "included: the length the penalty counts.")
+
+
+def _explain_log_prob(where: str, alpha: float, got: float, want: Winner) -> None:
+    _, length, log_prob = want
 
     def same(x: float) -> bool:
-        return math.isclose(got, x, rel_tol=1e-9, abs_tol=1e-9)
+        return math.isclose(got, x, rel_tol=1e-4, abs_tol=1e-3)
 
-    if same(sum(len(o) for o in outs)):
-        raise CheckFailed("You return the total number of characters: divide by the number of translations.")
-    if same(sum(len(tokenizer.encode(o)) for o in outs) / n):
-        raise CheckFailed("You count tokens; the exercise asks for characters: len() of each output string.")
-    if same(sum(len(s) for s in sources) / n):
-        raise CheckFailed("You measure the English sources; measure the German translations the model writes.")
-    if alpha and same(sum(len(o) for o in translate(model, tokenizer, sources, beam_size=4)) / n):
-        raise CheckFailed("Your measure gives the same number at alpha 2 as at alpha 0: pass alpha on to "
-                          "translate(..., alpha=alpha) with beam_size=4.")
-    if same(sum(len(o) for o in translate(model, tokenizer, sources)) / n):
-        raise CheckFailed("You decode greedily (translate's default beam_size=1), which has no length penalty: "
-                          "pass beam_size=4 and alpha=alpha.")
+    if same(log_prob):
+        return
+    lp = length_penalty_factor(length, alpha, "gnmt")
+    score = log_prob / lp
+    if alpha and same(score):
+        raise CheckFailed(f"The log_prob in {where} is beam_search's score, the log-probability divided by the "
+                          "penalty: undo it, log_prob = score * ((5 + len(ids)) / 6) ** alpha.")
+    if alpha and same(score / lp):
+        raise CheckFailed(f"The log_prob in {where} divides the score by the penalty once more; to undo a "
+                          "division, multiply: log_prob = score * ((5 + len(ids)) / 6) ** alpha.")
+    undone_wrong = (score * length_penalty_factor(length, alpha, "power"),
+                    score * length_penalty_factor(max(length - 1, 1), alpha, "gnmt"))
+    if alpha and any(same(x) for x in undone_wrong):
+        raise CheckFailed(f"The log_prob in {where} undoes another penalty than the one beam_search applied: "
+                          "multiply the score by ((5 + len(ids)) / 6) ** alpha, with the end token counted.")
+    if same(-log_prob):
+        raise CheckFailed(f"The log_prob in {where} has the wrong sign: a log-probability is at most 0.")
+    if same(math.exp(log_prob)):
+        raise CheckFailed(f"The log_prob in {where} is a probability: report its logarithm, the sum of the "
+                          "tokens' log-probabilities.")
+    if same(log_prob / length):
+        raise CheckFailed(f"The log_prob in {where} is a mean per token: report the sum over the tokens, which "
+                          "is what beam search compares.")
+    raise CheckFailed(f"The log_prob in {where} is not the log-probability of that output: it is "
+                      "score * ((5 + len(ids)) / 6) ** alpha for the score beam_search returns with it.")
+
+
+def _check_changes(records: dict[str, tuple[Winner, Winner]], sources: list[str], ref: Callable[..., Winner]) -> None:
+    """Compare the learner's entries with the checker's own beam search on the same sources."""
+    for text, (at0, at2) in records.items():
+        want0, want2 = ref(text, 0.0), ref(text, 2.0)
+        if want0[0] != want2[0] and (at0[0], at2[0]) == (want2[0], want0[0]):
+            raise CheckFailed(f"For {text!r} your at_0 is the winner at alpha 2 and your at_2 the one at alpha 0: "
+                              "an entry is (source, the winner at alpha 0, the winner at alpha 2).")
+        for alpha, got, want in ((0.0, at0, want0), (2.0, at2, want2)):
+            if got[0] != want[0]:
+                _explain_output(text, alpha, got[0], ref)
+    changed = [s for s in sources if ref(s, 0.0)[0] != ref(s, 2.0)[0]]
+    extra = [s for s in records if s not in changed]
+    missing = [s for s in changed if s not in records]
+    if extra and len(records) == len(sources):
+        raise CheckFailed("You report every source; keep only those whose decoded output at alpha 2 differs from "
+                          "the one at alpha 0 (compare the texts, not the scores, which differ for every source).")
+    if (extra or missing) and records:
+        _explain_choice(set(records), sources, ref)
+    if extra:
+        raise CheckFailed(f"{extra[0]!r} is in your list, but its output is the same at alpha 0 and alpha 2: "
+                          "report only the sources whose decoded output changes.")
+    if missing and not records:
+        raise CheckFailed(f"Your list is empty, but some of these sources change their output ({missing[0]!r} is "
+                          "one): decode each with beam_size=4 and penalty=\"gnmt\", once with length_penalty=0 "
+                          "and once with 2, and compare the two decoded texts.")
+    if missing:
+        raise CheckFailed(f"Your list misses {missing[0]!r}: its beam-4 output at alpha 2 differs from the one at "
+                          "alpha 0. Compare the decoded texts of the two runs for every source.")
+    for text, (at0, at2) in records.items():
+        for alpha, got, want in ((0.0, at0, ref(text, 0.0)), (2.0, at2, ref(text, 2.0))):
+            where = f"the at_{alpha:g} of {text!r}"
+            _explain_length(where, got[1], want)
+            _explain_log_prob(where, alpha, got[2], want)
+
+
+@checker("13.5", "what the length penalty changes, and why")
+def check_alpha_changes(prediction: Any, fn: Callable[..., Any]) -> str:
+    """Prediction first; then ``fn(model, tokenizer, sources)`` must list the sources whose beam-4 output changes
+    between alpha 0 and alpha 2, each winner as (output, len(ids), log-probability), as the checker's own beam
+    search finds them on its numbers beyond the training range (two calls, so a typed-in list fails)."""
+    key = _read_change_prediction(prediction)
+    first = [number_name(n, "en") for n in CHANGE_NUMBERS]
+    records = _change_records(call_student(fn, *_shipped_model(), list(first), what="your alpha_changes"), first)
+    _check_changes(records, first, _reference_winner)
+    again = [number_name(n, "en") for n in CHANGE_NUMBERS_AGAIN]
+    raw = call_student(fn, *_shipped_model(), list(again), what="your alpha_changes")
+    texts = [e[0] for e in raw if isinstance(e, (tuple, list)) and e and isinstance(e[0], str)] \
+        if isinstance(raw, (list, tuple)) else []
+    if any(t not in again for t in texts) and all(t in first for t in texts):
+        raise CheckFailed("Asked about other sources, your alpha_changes answers for the first ones: build the "
+                          "list from the sources you are given, not from entries written into the code.")
+    _check_changes(_change_records(raw, again), again, _reference_winner)
+    return _changes_summary([(t, records[t]) for t in first if t in records], len(first), key)
+
+
+def _changes_summary(rows: list[tuple[str, tuple[Winner, Winner]]], n_sources: int, key: str) -> str:
+    """What the learner's (checked) entries show, and the prediction against it."""
+    if not rows:
+        return f"None of the {n_sources} outputs changes between alpha 0 and alpha 2."
+    longer = sum(b[1] > a[1] for _, (a, b) in rows)
+    less = sum(b[2] < a[2] for _, (a, b) in rows)
+    n = len(rows)
+    length = "longer" if longer == n else ("shorter" if longer == 0 and all(b[1] < a[1] for _, (a, b) in rows)
+                                           else "mixed")
+    probability = "less" if less == n else ("more" if less == 0 else "mixed")
+    outcome = f"{length}, {probability} probable"
+    text, (a, b) = rows[0]
+    example = (f"'{text}' gives {a[0]!r} ({a[1]} tokens, log-probability {a[2]:.2f}) at alpha 0 and {b[0]!r} "
+               f"({b[1]} tokens, {b[2]:.2f}) at alpha 2")
+    out = f"{n} of the {n_sources} outputs change between alpha 0 and alpha 2"
+    if outcome == "longer, less probable":
+        breaks = [math.log(a[2] / b[2]) / math.log((5 + a[1]) / (5 + b[1])) for _, (a, b) in rows]
+        out += (f"; every one gets longer and less probable. For example, {example}. A longer, less probable "
+                "hypothesis wins once alpha passes its break-even point (Exercise 13.3); on your entries that "
+                f"point lies between {min(breaks):.2f} and {max(breaks):.2f}, below 2. ")
+    else:
+        out += f": {longer} get longer and {less} less probable. For example, {example}. "
+    if key == outcome:
+        return out + f"Your prediction ({key!r}) matches the measurement."
+    why = [w for part, w in ((length, _LENGTH_WHY), (probability, _PROBABILITY_WHY)) if part not in key]
+    return out + f"You predicted {key!r}; the measurement says {outcome!r}. " + " ".join(why)
 
 
 # ---------------------------------------------------------------- 13.6 transfer: French

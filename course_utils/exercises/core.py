@@ -190,6 +190,11 @@ def call_student(
         ) from None
     for label, live, copy in before:
         now = live.detach()
+        if now.dtype != copy.dtype:  # compared below, a float16 copy would raise and a float64 one pass
+            raise CheckFailed(
+                f"{what} changed {label} from {copy.dtype} to {now.dtype} in place (module.half(), .double() "
+                "and .to(dtype) convert the module's own weights): leave the inputs as they are."
+            )
         same = now.shape == copy.shape and (
             torch.equal(now, copy)
             or (now.is_floating_point() and bool(torch.allclose(now, copy, rtol=0.0, atol=0.0, equal_nan=True)))
