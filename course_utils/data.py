@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .validate import check_positive_int, check_rank, check_str_list, check_token_ids
+from .validate import check_choice, check_positive_int, check_rank, check_str_list, check_token_ids
 
 PAD_ID, SOS_ID, EOS_ID = 0, 1, 2
 SEP_ID = SOS_ID  # the separator of the one-sequence layout (Chapter 8)
@@ -82,15 +82,28 @@ def _check_lengths(min_len: int, max_len: int) -> None:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len} and max_len={max_len}")
 
 
+LENGTH_DRAWS = ("uniform", "proportional")
+
+
 def random_letter_ids(
-    n: int, min_len: int, max_len: int, generator: torch.Generator | None = None
+    n: int, min_len: int, max_len: int, generator: torch.Generator | None = None, length_draw: str = "uniform"
 ) -> tuple[Tensor, Tensor]:
-    """Random strings as a padded id tensor (n, max_len) and their lengths (n,). Chapter 6."""
+    """Random strings as a padded id tensor (n, max_len) and their lengths (n,). Chapter 6.
+
+    ``length_draw="uniform"``: every length in [min_len, max_len] equally likely;
+    ``"proportional"``: length L drawn with probability proportional to L, so that every letter
+    position up to max_len is trained about equally often (Chapter 8's decoder-only recipe).
+    """
     check_positive_int("n", n)
     _check_lengths(min_len, max_len)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)  # (n,)
+    check_choice("length_draw", length_draw, LENGTH_DRAWS)
+    if length_draw == "uniform":
+        lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)  # (n,)
+    else:
+        weights = torch.arange(min_len, max_len + 1, dtype=torch.float)  # (max_len - min_len + 1,)
+        lengths = min_len + torch.multinomial(weights, n, replacement=True, generator=generator)  # (n,)
     ids = torch.randint(FIRST_LETTER_ID, VOCAB_SIZE, (n, max_len), generator=generator)  # (n, max_len)
     ids = ids.masked_fill(torch.arange(max_len) >= lengths[:, None], PAD_ID)
     return ids, lengths

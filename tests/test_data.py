@@ -14,6 +14,7 @@ from course_utils.data import (
     encode,
     make_batch,
     random_batch,
+    random_letter_ids,
     random_strings,
 )
 
@@ -68,6 +69,21 @@ def test_random_strings_seeded_and_in_range():
     a = random_strings(50, 3, 10, torch.Generator().manual_seed(0))
     b = random_strings(50, 3, 10, torch.Generator().manual_seed(0))
     assert a == b and all(3 <= len(s) <= 10 for s in a) and len({len(s) for s in a}) > 3
+
+
+def test_length_draw_frequencies():
+    """"uniform" keeps the old stream; "proportional" draws length L with probability L / sum."""
+    g = torch.Generator().manual_seed(0)
+    _, uniform = random_letter_ids(40_000, 3, 10, torch.Generator().manual_seed(0))
+    assert torch.equal(uniform, torch.randint(3, 11, (40_000,), generator=g))  # the stream Chapter 6 was made with
+    ids, lengths = random_letter_ids(40_000, 3, 10, torch.Generator().manual_seed(0), "proportional")
+    share = torch.bincount(lengths, minlength=11)[3:].double() / 40_000  # (8,)
+    want = torch.arange(3, 11, dtype=torch.double) / sum(range(3, 11))
+    # 40,000 draws: a share's standard error is at most 0.002, so 0.01 is five of them
+    assert torch.allclose(share, want, atol=0.01), share
+    assert ((ids != PAD_ID).sum(1) == lengths).all()  # padding starts right after each length
+    with pytest.raises(ValueError, match="length_draw must be 'uniform' or 'proportional', got 'linear'"):
+        random_letter_ids(4, 3, 10, None, "linear")
 
 
 def test_random_batch_matches_make_batch():
