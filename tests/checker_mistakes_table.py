@@ -1201,6 +1201,8 @@ wrong("2.6", c2.check_position_from_row, "add 2 pi", lambda r: (lambda f, s: f +
     math.atan2(r[0], r[1]), 100 * math.atan2(r[2], r[3])))
 wrong("2.6", c2.check_position_from_row, "1/100", lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
     math.atan2(r[0], r[1]) % (2 * math.pi), 10 * (math.atan2(r[2], r[3]) % (2 * math.pi))))
+wrong("2.6", c2.check_position_from_row, "one turn off", lambda r: (math.atan2(r[0], r[1]) % (2 * math.pi)) + 2 * math.pi * math.floor(
+    100 * (math.atan2(r[2], r[3]) % (2 * math.pi)) / (2 * math.pi)))
 wrong("2.6", c2.check_position_from_row, "in place", lambda r: r.mul_(2).sum().item())
 
 right("3.6", c3.check_identity_init, t3._zero_last)
