@@ -1169,6 +1169,7 @@ wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)
 import test_exercises_ch01 as t1  # noqa: E402
 import test_exercises_ch02 as t2  # noqa: E402
 import test_exercises_ch03 as t3  # noqa: E402
+import test_exercises_ch05 as t5  # noqa: E402
 import test_exercises_ch09 as t9  # noqa: E402
 
 from course_utils.exercises import ch01_kernel as c1k  # noqa: E402
@@ -1216,18 +1217,18 @@ wrong("3.6", c3.check_identity_init, "no new modules", t3._new_last_layer)
 wrong("3.6", c3.check_identity_init, "no new modules", t3._new_parameters)
 wrong("3.6", c3.check_identity_init, "not its input", lambda stack: None)
 
-right("5.6", c5f.check_ffn_as_memory, lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T))
-right("5.6", c5f.check_ffn_as_memory, lambda f, x: ((x @ f.linear1.weight.T + f.linear1.bias).clamp(min=0),
-                                                    torch.stack(list(f.linear2.weight.unbind(1)))))
-wrong("5.6", c5f.check_ffn_as_memory, "column i of linear2.weight", lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight))
-wrong("5.6", c5f.check_ffn_as_memory, "after the ReLU", lambda f, x: (f.linear1(x), f.linear2.weight.T))
-wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x: (torch.relu(x @ f.linear1.weight.T), f.linear2.weight.T))
-wrong("5.6", c5f.check_ffn_as_memory, "those are the keys", lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight))
-wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x: (F.gelu(f.linear1(x)), f.linear2.weight.T))
-wrong("5.6", c5f.check_ffn_as_memory, "pair (m, values)", lambda f, x: torch.relu(f.linear1(x)))
-wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", lambda f, x: ffn_as_memory(f, x))
-wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", ffn_as_memory)
-wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T))
+right("5.6", c5f.check_ffn_as_memory, t5._votes)
+right("5.6", c5f.check_ffn_as_memory, t5._votes_loop)
+wrong("5.6", c5f.check_ffn_as_memory, "after the ReLU", lambda f, x, e: f.linear1(x) * (e @ f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x, e: torch.relu(x @ f.linear1.weight.T) * (e @ f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "Those are the keys", lambda f, x, e: torch.relu(f.linear1(x)) * (f.linear1.weight @ e))
+wrong("5.6", c5f.check_ffn_as_memory, "column i of linear2.weight", lambda f, x, e: torch.relu(f.linear1(x)) * (f.linear2.weight @ e))
+wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x, e: F.gelu(f.linear1(x)) * (e @ f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "leave b_2 out", lambda f, x, e: t5._votes(f, x, e) + (f.linear2.bias @ e) / f.linear2.in_features)
+wrong("5.6", c5f.check_ffn_as_memory, "weight it by m_i", lambda f, x, e: e @ f.linear2.weight)
+wrong("5.6", c5f.check_ffn_as_memory, "without summing", lambda f, x, e: f(x) @ e)
+wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils", lambda f, x, e: ffn_as_memory(f, x)[0])
+wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x, e: t5._votes(f, x.mul_(2), e))
 
 right("9.6", c9s.check_rope_slowdown, t9._slowdown)
 right("9.6", c9s.check_rope_slowdown, t9._slowdown_measured)
