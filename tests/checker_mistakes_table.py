@@ -1296,34 +1296,35 @@ wrong("10.5", c10d.check_diagnose, "diagnosed as 'leaking mask'", lambda m, V: "
 wrong("10.5", c10d.check_diagnose, "in place", _diagnose_in_place)
 
 
-def _diagnose_probe(change: int, compare: slice):
-    """A leakage probe that changes token ``change`` and compares outputs ``compare`` (wrong unless -1, :-1)."""
+def _diagnose_probe(mutate, compare: slice, verdict: str, then=None):
+    """One probe: ``mutate`` the tokens, compare outputs ``compare``, answer ``verdict`` if they moved."""
     def diagnose(model, V):
         tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
         with torch.no_grad():
             out = model(tokens)
             if torch.isnan(out).any():
                 return "float16 overflow"
-            changed = tokens.clone()
-            changed[:, change] = (changed[:, change] + 1) % V
-            if not torch.allclose(model(changed)[:, compare], out[:, compare], atol=1e-6):
-                return "leaking mask"
-        return _diagnose(model, V)
+            if not torch.allclose(model(mutate(tokens, V))[:, compare], out[:, compare], atol=1e-6):
+                return verdict
+        return then(model, V) if then else "healthy"
     return diagnose
 
 
-def _diagnose_swap_own(model, V):
-    """An order probe that compares the swapped positions' own outputs."""
-    tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        out = model(tokens)
-        if torch.isnan(out).any():
-            return "float16 overflow"
-        swapped = tokens.clone()
-        swapped[:, [0, 1]] = tokens[:, [1, 0]]
-        if not torch.allclose(model(swapped)[:, :2], out[:, :2], atol=1e-6):
-            return "missing positions"
-    return "healthy"
+def _change(position: int):
+    """The tokens with the one at ``position`` changed."""
+    def mutate(tokens, V):
+        changed = tokens.clone()
+        changed[:, position] = (changed[:, position] + 1) % V
+        return changed
+    return mutate
+
+
+# a leakage probe that changes the first token, or compares every position; an order probe that
+# compares the swapped positions' own outputs
+_diagnose_first_token = _diagnose_probe(_change(0), slice(1, None), "leaking mask", _diagnose)
+_diagnose_all_positions = _diagnose_probe(_change(-1), slice(None), "leaking mask", _diagnose)
+_diagnose_swap_own = _diagnose_probe(lambda t, V: t[:, [1, 0, *range(2, t.shape[1])]], slice(None, 2),
+                                     "missing positions")
 
 
 def _diagnose_nan_threshold(model, V):
@@ -1333,8 +1334,8 @@ def _diagnose_nan_threshold(model, V):
     return "float16 overflow" if out.abs().max() > 0.5 else _diagnose(model, V)
 
 
-wrong("10.5", c10d.check_diagnose, "Change only a later token", _diagnose_probe(0, slice(1, None)))
-wrong("10.5", c10d.check_diagnose, "compare only the outputs at the positions before it", _diagnose_probe(-1, slice(None)))
+wrong("10.5", c10d.check_diagnose, "Change only a later token", _diagnose_first_token)
+wrong("10.5", c10d.check_diagnose, "compare only the outputs at the positions before it", _diagnose_all_positions)
 wrong("10.5", c10d.check_diagnose, "order probe fires on a model that has its positional encoding", _diagnose_swap_own)
 wrong("10.5", c10d.check_diagnose, "NaN probe fires on a model without NaN", _diagnose_nan_threshold)
 wrong("10.5", c10d.check_diagnose, "has no attribute 'bug'", lambda m, V: m.bug)
