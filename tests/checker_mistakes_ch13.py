@@ -6,12 +6,12 @@ learner plausibly makes, each with words its hint must contain. The answers live
 from __future__ import annotations
 
 import test_exercises_ch13 as a
-from checker_mistakes_table import INPLACE, Row, right, wrong
-from checker_mistakes_table import ROWS as _TABLE
+from checker_mistakes_table import INPLACE, Row, row_adders
 
 from course_utils.exercises import ch13_translation as c13
 
-_start = len(_TABLE)
+ROWS: list[Row] = []
+right, wrong = row_adders(ROWS)
 
 # 13.1 learning BPE merges
 right("13.1", c13.check_learn_merges, a.merges_ref)
@@ -85,5 +85,3 @@ for _answer, _words in a.ALPHA_MISTAKES:
     wrong("13.5", c13.check_alpha_changes, _words, a.predict_right, _answer)
 
 # right()/wrong() append to the shared table; this file's ROWS are the rows added above
-ROWS: list[Row] = _TABLE[_start:]
-del _TABLE[_start:]

@@ -1169,6 +1169,7 @@ wrong("7.2", c7.check_entropy, GENERIC, lambda w, qm: ent_ref(w, qm) + 0.01)
 import test_exercises_ch01 as t1  # noqa: E402
 import test_exercises_ch02 as t2  # noqa: E402
 import test_exercises_ch03 as t3  # noqa: E402
+import test_exercises_ch05 as t5  # noqa: E402
 import test_exercises_ch09 as t9  # noqa: E402
 
 from course_utils.exercises import ch01_kernel as c1k  # noqa: E402
@@ -1201,6 +1202,8 @@ wrong("2.6", c2.check_position_from_row, "add 2 pi", lambda r: (lambda f, s: f +
     math.atan2(r[0], r[1]), 100 * math.atan2(r[2], r[3])))
 wrong("2.6", c2.check_position_from_row, "1/100", lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
     math.atan2(r[0], r[1]) % (2 * math.pi), 10 * (math.atan2(r[2], r[3]) % (2 * math.pi))))
+wrong("2.6", c2.check_position_from_row, "one turn off", lambda r: (math.atan2(r[0], r[1]) % (2 * math.pi)) + 2 * math.pi * math.floor(
+    100 * (math.atan2(r[2], r[3]) % (2 * math.pi)) / (2 * math.pi)))
 wrong("2.6", c2.check_position_from_row, "in place", lambda r: r.mul_(2).sum().item())
 
 right("3.6", c3.check_identity_init, t3._zero_last)
@@ -1214,18 +1217,18 @@ wrong("3.6", c3.check_identity_init, "no new modules", t3._new_last_layer)
 wrong("3.6", c3.check_identity_init, "no new modules", t3._new_parameters)
 wrong("3.6", c3.check_identity_init, "not its input", lambda stack: None)
 
-right("5.6", c5f.check_ffn_as_memory, lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T))
-right("5.6", c5f.check_ffn_as_memory, lambda f, x: ((x @ f.linear1.weight.T + f.linear1.bias).clamp(min=0),
-                                                    torch.stack(list(f.linear2.weight.unbind(1)))))
-wrong("5.6", c5f.check_ffn_as_memory, "column i of linear2.weight", lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight))
-wrong("5.6", c5f.check_ffn_as_memory, "after the ReLU", lambda f, x: (f.linear1(x), f.linear2.weight.T))
-wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x: (torch.relu(x @ f.linear1.weight.T), f.linear2.weight.T))
-wrong("5.6", c5f.check_ffn_as_memory, "those are the keys", lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight))
-wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x: (F.gelu(f.linear1(x)), f.linear2.weight.T))
-wrong("5.6", c5f.check_ffn_as_memory, "pair (m, values)", lambda f, x: torch.relu(f.linear1(x)))
-wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", lambda f, x: ffn_as_memory(f, x))
-wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils' ffn_as_memory", ffn_as_memory)
-wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T))
+right("5.6", c5f.check_ffn_as_memory, t5._votes)
+right("5.6", c5f.check_ffn_as_memory, t5._votes_loop)
+wrong("5.6", c5f.check_ffn_as_memory, "after the ReLU", lambda f, x, e: f.linear1(x) * (e @ f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "b_1", lambda f, x, e: torch.relu(x @ f.linear1.weight.T) * (e @ f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "Those are the keys", lambda f, x, e: torch.relu(f.linear1(x)) * (f.linear1.weight @ e))
+wrong("5.6", c5f.check_ffn_as_memory, "column i of linear2.weight", lambda f, x, e: torch.relu(f.linear1(x)) * (f.linear2.weight @ e))
+wrong("5.6", c5f.check_ffn_as_memory, "GELU", lambda f, x, e: F.gelu(f.linear1(x)) * (e @ f.linear2.weight))
+wrong("5.6", c5f.check_ffn_as_memory, "leave b_2 out", lambda f, x, e: t5._votes(f, x, e) + (f.linear2.bias @ e) / f.linear2.in_features)
+wrong("5.6", c5f.check_ffn_as_memory, "weight it by m_i", lambda f, x, e: e @ f.linear2.weight)
+wrong("5.6", c5f.check_ffn_as_memory, "without summing", lambda f, x, e: f(x) @ e)
+wrong("5.6", c5f.check_ffn_as_memory, "calls course_utils", lambda f, x, e: ffn_as_memory(f, x)[0])
+wrong("5.6", c5f.check_ffn_as_memory, "in place", lambda f, x, e: t5._votes(f, x.mul_(2), e))
 
 right("9.6", c9s.check_rope_slowdown, t9._slowdown)
 right("9.6", c9s.check_rope_slowdown, t9._slowdown_measured)
@@ -1293,34 +1296,35 @@ wrong("10.5", c10d.check_diagnose, "diagnosed as 'leaking mask'", lambda m, V: "
 wrong("10.5", c10d.check_diagnose, "in place", _diagnose_in_place)
 
 
-def _diagnose_probe(change: int, compare: slice):
-    """A leakage probe that changes token ``change`` and compares outputs ``compare`` (wrong unless -1, :-1)."""
+def _diagnose_probe(mutate, compare: slice, verdict: str, then=None):
+    """One probe: ``mutate`` the tokens, compare outputs ``compare``, answer ``verdict`` if they moved."""
     def diagnose(model, V):
         tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
         with torch.no_grad():
             out = model(tokens)
             if torch.isnan(out).any():
                 return "float16 overflow"
-            changed = tokens.clone()
-            changed[:, change] = (changed[:, change] + 1) % V
-            if not torch.allclose(model(changed)[:, compare], out[:, compare], atol=1e-6):
-                return "leaking mask"
-        return _diagnose(model, V)
+            if not torch.allclose(model(mutate(tokens, V))[:, compare], out[:, compare], atol=1e-6):
+                return verdict
+        return then(model, V) if then else "healthy"
     return diagnose
 
 
-def _diagnose_swap_own(model, V):
-    """An order probe that compares the swapped positions' own outputs."""
-    tokens = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        out = model(tokens)
-        if torch.isnan(out).any():
-            return "float16 overflow"
-        swapped = tokens.clone()
-        swapped[:, [0, 1]] = tokens[:, [1, 0]]
-        if not torch.allclose(model(swapped)[:, :2], out[:, :2], atol=1e-6):
-            return "missing positions"
-    return "healthy"
+def _change(position: int):
+    """The tokens with the one at ``position`` changed."""
+    def mutate(tokens, V):
+        changed = tokens.clone()
+        changed[:, position] = (changed[:, position] + 1) % V
+        return changed
+    return mutate
+
+
+# a leakage probe that changes the first token, or compares every position; an order probe that
+# compares the swapped positions' own outputs
+_diagnose_first_token = _diagnose_probe(_change(0), slice(1, None), "leaking mask", _diagnose)
+_diagnose_all_positions = _diagnose_probe(_change(-1), slice(None), "leaking mask", _diagnose)
+_diagnose_swap_own = _diagnose_probe(lambda t, V: t[:, [1, 0, *range(2, t.shape[1])]], slice(None, 2),
+                                     "missing positions")
 
 
 def _diagnose_nan_threshold(model, V):
@@ -1330,8 +1334,8 @@ def _diagnose_nan_threshold(model, V):
     return "float16 overflow" if out.abs().max() > 0.5 else _diagnose(model, V)
 
 
-wrong("10.5", c10d.check_diagnose, "Change only a later token", _diagnose_probe(0, slice(1, None)))
-wrong("10.5", c10d.check_diagnose, "compare only the outputs at the positions before it", _diagnose_probe(-1, slice(None)))
+wrong("10.5", c10d.check_diagnose, "Change only a later token", _diagnose_first_token)
+wrong("10.5", c10d.check_diagnose, "compare only the outputs at the positions before it", _diagnose_all_positions)
 wrong("10.5", c10d.check_diagnose, "order probe fires on a model that has its positional encoding", _diagnose_swap_own)
 wrong("10.5", c10d.check_diagnose, "NaN probe fires on a model without NaN", _diagnose_nan_threshold)
 wrong("10.5", c10d.check_diagnose, "has no attribute 'bug'", lambda m, V: m.bug)

@@ -299,6 +299,8 @@ def test_position_from_row_passes_right_answers():
         math.atan2(r[0], r[1]), 100 * math.atan2(r[2], r[3])), "add 2 pi"),
     (lambda r: (lambda f, s: f + 2 * math.pi * round((s - f) / (2 * math.pi)))(
         math.atan2(r[0], r[1]) % (2 * math.pi), 10 * (math.atan2(r[2], r[3]) % (2 * math.pi))), "1/100"),
+    (lambda r: (math.atan2(r[0], r[1]) % (2 * math.pi)) + 2 * math.pi * math.floor(
+        100 * (math.atan2(r[2], r[3]) % (2 * math.pi)) / (2 * math.pi)), "one turn off"),
     (lambda r: 2.0, "expected 0"),
     (lambda r: "p", "should return a number"),
     (lambda r: r.mul_(2).sum().item(), "in place"),

@@ -16,6 +16,7 @@ from course_utils.exercises.ch05_transformer import (
     check_mqa_layer_params,
     check_order_experiment,
 )
+from course_utils.ffn import ffn_as_memory
 from course_utils.model import Transformer, TransformerConfig
 
 
@@ -229,24 +230,38 @@ def test_order_experiment_stub_and_prediction():
     assert not result.passed and "not one of the choices" in result.message
 
 
-# ---------------------------------------------------------------- 5.6 the FFN as keys and values (issue 37)
+# ---------------------------------------------------------------- 5.6 each FFN unit's vote for a direction (issue 37)
+def _votes(f, x, e):
+    return torch.relu(f.linear1(x)) * (e @ f.linear2.weight)
+
+
+def _votes_loop(f, x, e):
+    """Unit by unit: key match times the value's projection on e."""
+    cols = []
+    for i in range(f.linear1.out_features):
+        m_i = (x @ f.linear1.weight[i] + f.linear1.bias[i]).clamp(min=0)  # (...,)
+        cols.append(m_i * (f.linear2.weight[:, i] @ e))
+    return torch.stack(cols, dim=-1)
+
+
 def test_ffn_as_memory_passes_right_answers():
     from course_utils.exercises.ch05_ffn import check_ffn_as_memory
 
-    assert check_ffn_as_memory(lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T)).passed
-    assert check_ffn_as_memory(lambda f, x: (
-        (x @ f.linear1.weight.T + f.linear1.bias).clamp(min=0), torch.stack(list(f.linear2.weight.unbind(1))))).passed
+    assert check_ffn_as_memory(_votes).passed
+    assert check_ffn_as_memory(_votes_loop).passed
 
 
 @pytest.mark.parametrize(("fn", "words"), [
-    (lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight), "column i of linear2.weight"),
-    (lambda f, x: (f.linear1(x), f.linear2.weight.T), "after the ReLU"),
-    (lambda f, x: (torch.relu(x @ f.linear1.weight.T), f.linear2.weight.T), "b_1"),
-    (lambda f, x: (torch.relu(f.linear1(x)), f.linear1.weight), "those are the keys"),
-    (lambda f, x: (torch.nn.functional.gelu(f.linear1(x)), f.linear2.weight.T), "GELU"),
-    (lambda f, x: torch.relu(f.linear1(x)), "pair (m, values)"),
-    (lambda f, x: (torch.relu(f.linear1(x)), f.linear2.weight.T[:4]), "should have shape"),
-    (lambda f, x: (torch.relu(f.linear1(x.mul_(2))), f.linear2.weight.T), "in place"),
+    (lambda f, x, e: f.linear1(x) * (e @ f.linear2.weight), "after the ReLU"),
+    (lambda f, x, e: torch.relu(x @ f.linear1.weight.T) * (e @ f.linear2.weight), "b_1"),
+    (lambda f, x, e: torch.relu(f.linear1(x)) * (f.linear1.weight @ e), "Those are the keys"),
+    (lambda f, x, e: torch.relu(f.linear1(x)) * (f.linear2.weight @ e), "column i of linear2.weight"),
+    (lambda f, x, e: torch.nn.functional.gelu(f.linear1(x)) * (e @ f.linear2.weight), "GELU"),
+    (lambda f, x, e: _votes(f, x, e) + (f.linear2.bias @ e) / f.linear2.in_features, "leave b_2 out"),
+    (lambda f, x, e: e @ f.linear2.weight, "weight it by m_i"),
+    (lambda f, x, e: f(x) @ e, "without summing"),
+    (lambda f, x, e: ffn_as_memory(f, x)[0], "calls course_utils"),
+    (lambda f, x, e: _votes(f, x.mul_(2), e), "in place"),
 ])
 def test_ffn_as_memory_names_mistakes(fn, words):
     from course_utils.exercises.ch05_ffn import check_ffn_as_memory

@@ -365,13 +365,18 @@ def _position_mistakes(row: Tensor) -> dict[str, float]:
         "atan2 returns angles in (-pi, pi]: add 2 pi to a negative one before dividing by the frequency, "
         "or positions past half a turn come out negative.": (lambda f, c: f + _TWO_PI * round((c - f) / _TWO_PI))(
             math.atan2(s0, c0), math.atan2(s1, c1) / 0.01),
+        "Which turn p is in is the whole number nearest to (slow estimate - fast angle) / 2 pi, rounded: "
+        "floor(slow estimate / 2 pi) is one turn off when p sits just below a multiple of 2 pi and the slow "
+        "estimate lands a little past it.": _angle(s0, c0) + _TWO_PI * math.floor(_angle(s1, c1) / 0.01 / _TWO_PI),
         "The second pair's frequency is 10000^(-2i/d_model) with i = 1 and d_model = 4, that is 1/100; "
         "you divided by 10000^(-1/4) = 0.1.": (lambda f, c: f + _TWO_PI * round((c - f) / _TWO_PI))(
             _angle(s0, c0), _angle(s1, c1) / 0.1),
     }
 
 
-POSITIONS_26 = (0.0, 1.0, 2.0, 4.0, 7.3, 42.0, 100.0, 314.2, 471.9, 599.5)
+# 25.13, 37.73 and 43.96 sit just below a multiple of 2 pi, where the slow hand's estimate may fall in the
+# next turn: a turn counted with floor(slow / 2 pi) instead of rounding (slow - fast) / 2 pi fails there
+POSITIONS_26 = (0.0, 1.0, 2.0, 4.0, 7.3, 25.13, 37.73, 42.0, 43.96, 100.0, 314.2, 471.9, 599.5)
 
 
 @checker("2.6", "reading the position off a d_model = 4 row")

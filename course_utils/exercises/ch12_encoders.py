@@ -18,15 +18,8 @@ from ..mlm import IGNORE
 from ..runs.vit import load_vit
 from ..scaling import compute_optimal
 from ..vit import count_params, load_digits_split, multiply_adds, patchify, unpatchify, zero_positions
-from .core import CheckFailed, _one_line, as_number, call_student, checker, expect_close, expect_tensor, names_used
+from .core import CheckFailed, _one_line, as_number, call_student, checker, expect_close, expect_tensor, refuse_library
 from .experiment import compare_prediction, read_prediction
-
-
-def _refuse_library(fn: Any, library: Callable[..., Any], how: str) -> None:
-    """Fail when the learner's function is, or calls, the course_utils function the exercise asks them to write."""
-    name = library.__name__
-    if fn is library or getattr(fn, "__wrapped__", None) is library or name in names_used(fn):
-        raise CheckFailed(f"your function uses course_utils' {name}, which is the answer: {how}")
 
 
 # ---------------------------------------------------------------- 12.1 BERT's masking rule
@@ -42,7 +35,7 @@ def _mask_shares(ids: Tensor, inputs: Tensor, targets: Tensor, mask_id: int) -> 
 @checker("12.1", "BERT's masking rule")
 def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
     """Check ``fn(ids, vocab_size, mask_id, rate, generator)`` returns (inputs, targets) by BERT's 80/10/10 rule."""
-    _refuse_library(fn, _mlm.bert_mask, "write the rule yourself with torch.rand and torch.randint.")
+    refuse_library(fn, (_mlm.bert_mask,), "write the rule yourself with torch.rand and torch.randint.")
     for vocab_size, rate, seed, extra in ((65, 0.15, 0, 0), (30, 0.3, 1, 3), (100, 0.05, 2, 0), (4, 0.5, 3, 0)):
         g = torch.Generator().manual_seed(seed)
         ids = torch.randint(0, vocab_size, (200, 400), generator=g)  # 80,000 positions
@@ -123,7 +116,7 @@ def check_bert_mask(fn: Callable[..., tuple[Tensor, Tensor]]) -> str:
 @checker("12.2", "cutting an image into patches")
 def check_patchify(fn: Callable[[Tensor, int], Tensor]) -> None:
     """Check ``fn(images, patch)``: (B, C, H, W) -> (B, H/p * W/p, C * p * p), patches row by row."""
-    _refuse_library(fn, _vit.patchify, "write it with reshape and permute (or F.unfold).")
+    refuse_library(fn, (_vit.patchify,), "write it with reshape and permute (or F.unfold).")
     g = torch.Generator().manual_seed(0)
     for shape, p in (((2, 1, 8, 8), 2), ((3, 3, 6, 4), 2), ((1, 2, 12, 12), 4), ((2, 1, 8, 8), 8), ((1, 1, 4, 6), 1)):
         x = torch.randn(shape, generator=g)
@@ -445,7 +438,7 @@ def check_baseline_design(fn: Callable[[int], nn.Module], against: dict[str, flo
     ``against`` ({"name": test accuracy} of models trained the same way, e.g. the live ViT and MLP).
     """
     for library in (_vit.matched_mlp, _vit.mlp_baseline):
-        _refuse_library(fn, library, "choose the layers and compute their width from `target` yourself.")
+        refuse_library(fn, (library,), "choose the layers and compute their width from `target` yourself.")
     images = torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(0))
     counts, models = {}, {}
     for target in (69_194, 20_000, 150_000):
@@ -511,7 +504,7 @@ def check_compute_optimal(fn: Callable[[float, float], Any], compare: Callable[[
 
     ``compare()`` returns (N / Gopher's N, N / Chinchilla's N) for N the optimum at Gopher's budget.
     """
-    _refuse_library(fn, _scaling.compute_optimal, "derive N and D from C = 6 N D and D = r N yourself.")
+    refuse_library(fn, (_scaling.compute_optimal,), "derive N and D from C = 6 N D and D = r N yourself.")
     for compute, ratio in ((5.76e23, 20.0), (1e21, 20.0), (3.14e23, 1.7), (1e18, 100.0)):
         got = call_student(fn, compute, ratio, what="your optimal_split")
         if not isinstance(got, (tuple, list)) or len(got) != 2:

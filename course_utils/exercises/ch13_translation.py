@@ -4,7 +4,6 @@ an experiment on what the length penalty changes and a transfer to French)."""
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import random
 import re
@@ -18,29 +17,10 @@ from torch import Tensor
 from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
 from ..decoding import beam_search, length_penalty_factor
 from ..translation import average_state_dicts, number_name, pad
-from .core import CheckFailed, as_int, as_number, call_student, checker, describe, names_used
+from .core import CheckFailed, as_int, as_number, call_student, checker, describe, refuse_library
 from .experiment import compare_prediction, read_prediction
 
 Pair = tuple[str, str]
-
-
-def _refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
-    """Fail when the learner's function is, or calls, a course_utils object that is the exercise's answer.
-
-    A name counts when it resolves, in the function's globals, to the library object or to a module
-    that holds it under that name (``bpe.encode_word``), or when the function imports it from its module
-    itself; a learner's own helper of the same name passes.
-    """
-    names = names_used(fn)
-    g = getattr(fn, "__globals__", {})
-    for lib in libraries:
-        name = lib.__name__
-        hit = fn is lib or getattr(fn, "__wrapped__", None) is lib or any(g.get(k) is lib for k in names)
-        hit = hit or (name in names and (lib.__module__ in names  # imported inside the function
-                                         or any(inspect.ismodule(g.get(k)) and getattr(g.get(k), name, None) is lib
-                                                for k in names)))
-        if hit:
-            raise CheckFailed(f"your function uses course_utils' {name}, which is the answer: {how}")
 
 
 def _lowered(prediction: Any) -> Any:
@@ -171,7 +151,7 @@ def _named_mistake(got: list[Any], cases: list[Any], variants: dict[str, tuple[C
 @checker("13.1", "learning BPE merges")
 def check_learn_merges(fn: Callable[[dict[str, int], int], list[Pair]]) -> str:
     """Check ``fn(counts, n_merges)`` against :func:`course_utils.bpe.merges_from_counts`."""
-    _refuse_library(fn, (merges_from_counts, BPETokenizer),
+    refuse_library(fn, (merges_from_counts, BPETokenizer),
                     "count the pairs and join them yourself (dicts and loops are enough).")
     cases = _merge_cases()
     got_all = []
@@ -295,7 +275,7 @@ ENCODE_MISTAKES: dict[str, tuple[Callable[[str, list[Pair]], list[str]], str]] =
 @checker("13.2", "encoding a word with the merges")
 def check_encode_word(fn: Callable[[str, list[Pair]], list[str]]) -> str:
     """Check ``fn(word, merges)`` returns the BPE symbols of ``word`` (merges applied in the order learned)."""
-    _refuse_library(fn, (encode_word, merge_word, BPETokenizer),
+    refuse_library(fn, (encode_word, merge_word, BPETokenizer),
                     "start from list(word) and join pairs yourself, by their rank in merges.")
     cases = _encode_cases()
     got_all = []
@@ -393,7 +373,7 @@ def _states(seed: int, k: int, shapes: dict[str, tuple[int, ...]]) -> list[dict[
 @checker("13.4", "averaging checkpoints")
 def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, Tensor]]) -> str:
     """Check ``fn(states)`` returns the element-wise mean of a list of state dicts, inputs untouched."""
-    _refuse_library(fn, (average_state_dicts,), "add the tensors of every checkpoint and divide yourself.")
+    refuse_library(fn, (average_state_dicts,), "add the tensors of every checkpoint and divide yourself.")
     shapes = {"embed.weight": (7, 4), "layer.bias": (4,), "norm.gamma": (4,)}
     for seed, k in ((0, 5), (1, 2), (2, 1), (3, 3)):
         states = _states(seed, k, shapes)

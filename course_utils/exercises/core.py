@@ -9,6 +9,7 @@ one readable line.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -329,3 +330,22 @@ def names_used(fn: Any) -> set[str]:
         names |= set(c.co_names)
         stack += [k for k in c.co_consts if hasattr(k, "co_names")]
     return names
+
+
+def refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
+    """Fail when the learner's function is, or calls, a course_utils object that is the exercise's answer.
+
+    A name counts when it resolves, in the function's globals, to the library object or to a module
+    that holds it under that name (``bpe.encode_word``), or when the function imports it from its module
+    itself; a learner's own helper of the same name passes.
+    """
+    names = names_used(fn)
+    g = getattr(fn, "__globals__", {})
+    for lib in libraries:
+        name = lib.__name__
+        hit = fn is lib or getattr(fn, "__wrapped__", None) is lib or any(g.get(k) is lib for k in names)
+        hit = hit or (name in names and (lib.__module__ in names  # imported inside the function
+                                         or any(inspect.ismodule(g.get(k)) and getattr(g.get(k), name, None) is lib
+                                                for k in names)))
+        if hit:
+            raise CheckFailed(f"your function uses course_utils' {name}, which is the answer: {how}")
