@@ -22,7 +22,6 @@ import argparse
 import copy
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -35,7 +34,7 @@ from course_utils.ablations import measurements, measuring_callbacks, seq2seq_co
 from course_utils.baselines import GRUConfig, GRUSeq2Seq
 from course_utils.data import VOCAB_SIZE, random_batch
 from course_utils.evaluation import evaluate_by_length
-from course_utils.runs import asset_path, run
+from course_utils.runs import asset_path, machine_record, run, write_asset
 from course_utils.runs.ablations import (
     ABLATIONS_FILE,
     BASE_MODEL,
@@ -206,11 +205,10 @@ def main() -> None:
             merged["table3"] = {**previous["table3"], **result["table3"]}  # a subset updates its rows only
         # the parts not run this time keep their record: results and seconds
         merged["part_seconds"] = {**previous.get("part_seconds", {}), **result.get("part_seconds", {})}
-        out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+        write_asset(out, merged)
 
     result: dict[str, Any] = {
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "torch": torch.__version__},
+        "machine": machine_record(),
         "recipe": ablations_recipe(args.quick),
     }
 

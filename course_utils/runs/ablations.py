@@ -1,7 +1,7 @@
 """Chapter 10's measured runs: the recipe of ``ablations.json`` (baselines and Table 3 in
 miniature), one row of Table 3 (:func:`run_row`) and the shipped results. Chapter 10.
 
-``python benchmarks/ablations.py`` runs every row and writes ``ablations.json``.
+``python benchmarks/ablations.py --write`` runs every row and writes ``ablations.json``.
 """
 
 from __future__ import annotations
