@@ -234,9 +234,8 @@ def exact_match_with_positions(model: Any, strings: list[str], table: Callable[[
         raise CheckFailed(f"my_test_positions(batch_size, n, generator) should return a ({B}, {n}) tensor, got "
                           f"{describe(positions)}")
     positions = positions.long()
-    plain = torch.arange(T).expand(B, T)
-    if model.config.source_positions == "end":
-        plain = (L - 1 - plain).clamp(min=0)  # letter j of an L-letter string at L-1-j
+    model.eval()  # the model's plain positions (0, 1, 2, ... or counted from the end), as greedy_random_positions
+    plain, _ = model.positions(keep, n)  # (B, T)
     src_pos = positions.gather(1, plain)  # (B, T)
     # the whole prefix every step (no cache): one position map for all of it
     ids = greedy_decode(model, src, steps, use_cache=False, positions=(src_pos, positions))
