@@ -149,7 +149,19 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (..., d_ff) -> (..., d_model)
 
 
-class EncoderBlock(nn.Module):
+class _Block(nn.Module):
+    """What both blocks share (Chapter 5): the pre-LN / post-LN placement and the residual switch."""
+
+    def __init__(self, norm_first: bool, residual: bool, fused_layer_norm: bool, sdpa_attention: bool) -> None:
+        super().__init__()
+        self.norm_first = check_bool("norm_first", norm_first)
+        self.residual = check_bool("residual", residual)
+        check_bool("fused_layer_norm", fused_layer_norm)
+        check_bool("sdpa_attention", sdpa_attention)
+        self.placement = "pre" if norm_first else "post"
+
+
+class EncoderBlock(_Block):
     """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5.
 
     Each sub-layer runs through Chapter 3's :func:`~course_utils.norm.residual_sublayer`;
@@ -160,12 +172,7 @@ class EncoderBlock(nn.Module):
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
         fused_layer_norm: bool = False, sdpa_attention: bool = True, residual: bool = True,
     ):
-        super().__init__()
-        self.norm_first = check_bool("norm_first", norm_first)
-        self.residual = check_bool("residual", residual)
-        check_bool("fused_layer_norm", fused_layer_norm)
-        check_bool("sdpa_attention", sdpa_attention)
-        self.placement = "pre" if norm_first else "post"
+        super().__init__(norm_first, residual, fused_layer_norm, sdpa_attention)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1, self.norm2 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(2))
@@ -254,19 +261,14 @@ def cached_self_attention(
     return mha.attend_heads(q, k, v, mask, need_weights, bias=None if rel is None else rel.bias())
 
 
-class DecoderBlock(nn.Module):
+class DecoderBlock(_Block):
     """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
 
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
         fused_layer_norm: bool = False, sdpa_attention: bool = True, residual: bool = True,
     ):
-        super().__init__()
-        self.norm_first = check_bool("norm_first", norm_first)
-        self.residual = check_bool("residual", residual)
-        check_bool("fused_layer_norm", fused_layer_norm)
-        check_bool("sdpa_attention", sdpa_attention)
-        self.placement = "pre" if norm_first else "post"
+        super().__init__(norm_first, residual, fused_layer_norm, sdpa_attention)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
