@@ -16,7 +16,7 @@ from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..masks import causal_mask
 from ..model import EncoderBlock
 from ..sampling import top_k_filter, top_p_filter
-from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected
 
 
@@ -385,9 +385,8 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
                 want, _trigram_variant(train, val, V, "context_from_pairs"),
                 _trigram_variant(train, val, V, "across_the_split"))):
             continue
-        for hint, value in _trigram_mistakes(train, val, V).items():
-            if math.isfinite(value) and math.isclose(got, value, rel_tol=1e-6, abs_tol=1e-9):
-                raise CheckFailed(hint)
+        fail_on_mistake(got, _trigram_mistakes(train, val, V),
+                        lambda a, b: math.isfinite(b) and math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9))
         if not math.isfinite(got):
             raise CheckFailed("the result is infinite: a validation triple had probability 0. Add one to every count.")
         if got < 0:
@@ -609,9 +608,7 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     for n_layers in (2, 1):  # a mistake is told apart best on the model that learnt the repeat
         model, got, want = models[n_layers], gots[n_layers], wants[n_layers]
         if abs(got - want) > 1e-4:
-            for hint, value in _copy_gain_mistakes(model, tokens).items():
-                if abs(got - value) <= 1e-4:
-                    raise CheckFailed(hint)
+            fail_on_mistake(got, _copy_gain_mistakes(model, tokens), lambda a, b: abs(a - b) <= 1e-4)
             raise CheckFailed(f"on the {n_layers}-layer model your gain is {got:.3f}, expected {want:.3f}, and none of "
                               "the usual slips gives your number: average the next-token loss over the predictions "
                               "inside each copy (loss[p] predicts token p + 1; skip each copy's first token), then "

@@ -20,7 +20,17 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from ..flash import interleaved_times, linear_attention, online_softmax_update, plain_attention, tiled_attention
-from .core import CheckFailed, as_number, call_student, checker, close, describe, expect_close, expect_tensor
+from .core import (
+    CheckFailed,
+    as_number,
+    call_student,
+    checker,
+    close,
+    describe,
+    expect_close,
+    expect_tensor,
+    fail_on_mistake,
+)
 from .experiment import Expected, compare_prediction, judge_range, read_prediction, shown
 
 
@@ -850,9 +860,9 @@ def check_window_cache(cache_class: Callable[..., Any]) -> str:
         if window > 1:
             mistakes[f"You attended {window - 1} tokens, not {window}: the window counts the token itself and the "
                      f"{window - 1} before it."] = (window_reference(q, k, v, window - 1), 0)
-        for hint, (wrong, start) in mistakes.items():
-            if close(got[:, :, start:], wrong.double()[:, :, start:]):
-                raise CheckFailed(f"{what} are not right. {hint}")
+        # a mistake judged from token `start` on takes the learner's own outputs before it
+        fail_on_mistake(got, {hint: torch.cat([got[:, :, :start], wrong.double()[:, :, start:]], dim=2)
+                              for hint, (wrong, start) in mistakes.items()}, close, prefix=f"{what} are not right. ")
         bad = [t for t in range(T) if not close(got[:, :, t], want[:, :, t])] or [0]
         if bad[0] == 0 and bool((got[:, :, 0] == 0).all()):
             raise CheckFailed(f"{what} are 0 at token 0, where the output must be the token's own value v: all the "
