@@ -18,6 +18,7 @@ from ..charlm import CharVocab, lm_batch, lm_loss, load_corpus, model_bits_per_c
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..schedules import warmup_cosine_lr
 from ..training import Callback, TrainConfig, TrainHistory, make_optimizer
+from ..utils import count_params
 from ..validate import check_bool, check_choice, check_int, check_module, check_number, check_positive_int, check_rank
 from .core import Recipe, Run, asset_path, check_recipe, load_as, read_checkpoint, run, seeded
 
@@ -257,7 +258,7 @@ def train_budgeted(recipe: Recipe | None = None, seconds: float | None = None, s
     tokens = step * B * T
     record = {"val_nats": round(nats, 4), "val_bits_per_char": round(nats / math.log(2), 4),
               "train_seconds": round(wall, 1), "train_cpu_seconds": round(cpu, 1), "steps": step,
-              "planned_steps": total, "params": sum(p.numel() for p in model.parameters()),
+              "planned_steps": total, "params": count_params(model),
               "tokens_seen": tokens, "last_loss": round(loss_value, 4),
               "gflops_per_s": round(matmul_flops_per_token(model, T) * tokens / wall / 1e9, 2),
               "gflops_per_cpu_s": round(matmul_flops_per_token(model, T) * tokens / cpu / 1e9, 3), "clock": clock}

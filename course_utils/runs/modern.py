@@ -1,7 +1,7 @@
 """Chapter 11's recipes, training runs and shipped results: the modern-block table, the uptraining
 of a converted model, and the attention-at-scale measurements. Chapter 11.
 
-``python benchmarks/modern_block.py`` re-makes ``modern_block.json`` and
+``python benchmarks/modern_block.py --write`` re-makes ``modern_block.json`` and
 ``python benchmarks/attention_at_scale.py --write`` re-makes ``attention_at_scale.json`` and
 ``gqa_uptraining.json``; each stores its recipe under the key ``recipe`` (the freshness check
 compares it with the code's). Every training run goes through ``course_utils.training.train``
