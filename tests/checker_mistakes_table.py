@@ -1113,7 +1113,11 @@ wrong("8.4", c8.check_trigram_bits, "perplexity", t8.trigram_perplexity)
 wrong("8.4", c8.check_trigram_bits, "add-0.5", t8.trigram_half)
 wrong("8.4", c8.check_trigram_bits, "uniform guesses", t8.trigram_first_two_uniform)
 wrong("8.4", c8.check_trigram_bits, "which is the answer", t8.trigram_library)
-right("8.6", t8.check_on_stand_ins, t8.gain_by_copy_losses, "two layers needed")
+right("8.6", t8.check_on_stand_ins, t8.gain_by_per_position, "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "uses course_utils' copy_losses", t8.gain_by_copy_losses, "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "uses course_utils' reference_copy_gain",
+      __import__("course_utils.exercises.ch08_decoder_only").exercises.ch08_decoder_only.reference_copy_gain,
+      "two layers needed")
 right("8.6", t8.check_on_stand_ins, t8.gain_own_cross_entropy, lambda: "two layers needed")
 for gain, hint in t8.GAIN_WRONG:
     wrong("8.6", t8.check_on_stand_ins, hint, gain, "two layers needed")
@@ -1122,10 +1126,9 @@ wrong("8.6", t8.check_on_stand_ins, "indexed the losses by token",
 wrong("8.6", t8.check_on_stand_ins, "second copy's first token was counted",
       lambda m, t: t8.gain_by_positions(m, t, 0, 0, -1), "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "difference of the losses",
-      lambda m, t: __import__("course_utils.induction").induction.copy_losses(m, t)[0]
-      - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "two layers needed")
+      lambda m, t: t8.gain_two_losses(m, t)[0] - t8.gain_two_losses(m, t)[1], "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "not the other way round",
-      lambda m, t: 1 - 1 / (1 - t8.gain_by_copy_losses(m, t)), "two layers needed")
+      lambda m, t: 1 - 1 / (1 - t8.gain_by_per_position(m, t)), "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "same number for two different models", lambda m, t: 0.75, "two layers needed")
 wrong("8.4", c8.check_trigram_bits, INPLACE, trigram_inplace)
 

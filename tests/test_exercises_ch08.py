@@ -553,7 +553,17 @@ def check_on_stand_ins(fn, prediction):
                                   one_layer_model=LookBack(1.5, 0.0))
 
 
+def gain_by_per_position(model, tokens):
+    """The reference solution: the two means from per_position_loss."""
+    from course_utils.induction import per_position_loss
+
+    half = tokens.shape[1] // 2
+    loss = per_position_loss(model, tokens)  # (2 half - 1,): loss[p] predicts token p + 1
+    return float(1 - loss[half:].mean() / loss[: half - 1].mean())
+
+
 def gain_by_copy_losses(model, tokens):
+    """The book's copy_losses, shown above the exercise: refused (transcription)."""
     from course_utils.induction import copy_losses
 
     first, second = copy_losses(model, tokens)
@@ -581,19 +591,19 @@ def test_stand_ins_give_the_gains_they_stand_for(one_layer, two_layer):
 
 
 def test_induction_experiment_accepts_alternatives(one_layer, two_layer):
-    from course_utils.exercises.ch08_decoder_only import check_induction_layers, reference_copy_gain
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
 
     kw = {"two_layer_model": two_layer, "one_layer_model": one_layer}
-    result = check_induction_layers(reference_copy_gain, "two layers needed", **kw)
+    result = check_induction_layers(gain_by_per_position, "two layers needed", **kw)
     assert result.passed and "between 0.55 and 1" in result.message and "matches" in result.message
-    result = check_induction_layers(gain_by_copy_losses, lambda: "one layer is enough", **kw)
+    result = check_induction_layers(gain_by_per_position, lambda: "one layer is enough", **kw)
     assert result.passed and "You predicted 'one layer is enough'" in result.message
 
 
 def test_induction_experiment_says_when_one_layer_is_enough(two_layer):
     from course_utils.exercises.ch08_decoder_only import check_induction_layers
 
-    result = check_induction_layers(gain_by_copy_losses, "two layers needed", two_layer_model=two_layer,
+    result = check_induction_layers(gain_by_per_position, "two layers needed", two_layer_model=two_layer,
                                     one_layer_model=two_layer)
     assert not result.passed and "Was the model really given one layer?" in result.message, result.message
 
@@ -633,7 +643,7 @@ def gain_unshifted(model, tokens):
 
 def gain_in_place(model, tokens):
     tokens[:, 0] = 0
-    return gain_by_copy_losses(model, tokens)
+    return gain_by_per_position(model, tokens)
 
 
 def gain_whole_sequence(model, tokens):
@@ -642,17 +652,19 @@ def gain_whole_sequence(model, tokens):
 
 
 def gain_two_losses(model, tokens):
-    from course_utils.induction import copy_losses
+    from course_utils.induction import per_position_loss
 
-    return copy_losses(model, tokens)
+    half = tokens.shape[1] // 2
+    loss = per_position_loss(model, tokens)
+    return float(loss[: half - 1].mean()), float(loss[half:].mean())
 
 
-GAIN_RIGHT = [gain_by_copy_losses, gain_own_cross_entropy,
+GAIN_RIGHT = [gain_by_per_position, gain_own_cross_entropy,
               lambda m, t: gain_by_positions(m, t, 0, 0, 0)]
 GAIN_WRONG = [
-    (lambda m, t: 1 - gain_by_copy_losses(m, t), "second / first"),
-    (lambda m, t: -gain_by_copy_losses(m, t), "sign is flipped"),
-    (lambda m, t: 100 * gain_by_copy_losses(m, t), "in percent"),
+    (lambda m, t: 1 - gain_by_per_position(m, t), "second / first"),
+    (lambda m, t: -gain_by_per_position(m, t), "sign is flipped"),
+    (lambda m, t: 100 * gain_by_per_position(m, t), "in percent"),
     (lambda m, t: gain_by_positions(m, t, 0, 0, 1), "skipped two predictions"),
     (lambda m, t: gain_by_positions(m, t, 1, -1, 0), "dropped loss[0]"),
     (lambda m, t: gain_by_positions(m, t, 0, 1, 0), "kept one prediction of the second copy"),
@@ -686,11 +698,11 @@ def test_induction_experiment_names_more_mistakes(fn, hint):
 
 
 @pytest.mark.parametrize(("fn", "hint"), [
-    (lambda m, t: 1 - gain_by_copy_losses(m, t), "second / first"),
+    (lambda m, t: 1 - gain_by_per_position(m, t), "second / first"),
     (lambda m, t: __import__("course_utils.induction").induction.copy_losses(m, t)[0]
      - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "difference of the losses"),
     (lambda m, t: 0.5, "same number for two different models"),
-    (lambda m, t: gain_by_copy_losses(m, t) + 0.2, "expected"),
+    (lambda m, t: gain_by_per_position(m, t) + 0.2, "expected"),
     (lambda m, t: gain_by_positions(m, t, 1, 0, 1), "indexed the losses by token"),
     (lambda m, t: gain_by_positions(m, t, 0, 0, -1), "second copy's first token was counted"),
 ])
@@ -705,6 +717,6 @@ def test_induction_experiment_stubs(one_layer, two_layer):
     from course_utils.exercises.ch08_decoder_only import check_induction_layers
 
     kw = {"two_layer_model": two_layer, "one_layer_model": one_layer}
-    assert check_induction_layers(gain_by_copy_losses, stub, **kw).not_implemented
-    assert not check_induction_layers(gain_by_copy_losses, "maybe", **kw).passed
+    assert check_induction_layers(gain_by_per_position, stub, **kw).not_implemented
+    assert not check_induction_layers(gain_by_per_position, "maybe", **kw).passed
     assert check_induction_layers(stub, "two layers needed", **kw).not_implemented

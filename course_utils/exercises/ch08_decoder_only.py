@@ -583,11 +583,14 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     two-layer attention-only model on varied repeats (course_utils.induction.INDUCTION_RECIPE, 300 steps; a model
     given as ``two_layer_model`` or ``one_layer_model`` is used instead) and judge their gains against the
     reference ranges."""
-    from ..induction import reference_attention_only, repeated_sequences
-    from .core import as_number
+    from ..induction import copy_losses, reference_attention_only, repeated_sequences
+    from .core import as_number, refuse_library
     from .experiment import compare_prediction, judge_range, read_prediction
 
     guess = read_prediction(prediction, LAYER_OPTIONS)
+    refuse_library(fn, (copy_losses, reference_copy_gain),
+                   "take the per-position losses from per_position_loss(model, tokens) and average each copy "
+                   "yourself.")
     tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
     models = {}
     for n_layers in (1, 2):
@@ -617,5 +620,6 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     learnt = TWO_LAYER_GAIN.low
     outcome = ("neither learns it" if gains[2] < learnt else
                "one layer is enough" if gains[1] >= learnt else "two layers needed")
-    return (f"{judge_range(gains[1], ONE_LAYER_GAIN, what='the one-layer gain')} "
-            f"{judge_range(gains[2], TWO_LAYER_GAIN, what='the two-layer gain')} {compare_prediction(guess, outcome)}")
+    return (f"{judge_range(gains[1], ONE_LAYER_GAIN, what='the one-layer gain', show=True)} "
+            f"{judge_range(gains[2], TWO_LAYER_GAIN, what='the two-layer gain', show=True)} "
+            f"{compare_prediction(guess, outcome)}")
