@@ -1113,6 +1113,7 @@ wrong("8.4", c8.check_trigram_bits, "perplexity", t8.trigram_perplexity)
 wrong("8.4", c8.check_trigram_bits, "add-0.5", t8.trigram_half)
 wrong("8.4", c8.check_trigram_bits, "uniform guesses", t8.trigram_first_two_uniform)
 wrong("8.4", c8.check_trigram_bits, "which is the answer", t8.trigram_library)
+wrong("8.4", c8.check_trigram_bits, "for three different test corpora", lambda t, v, V: 2.984)  # the number printed below
 right("8.6", t8.check_on_stand_ins, t8.gain_by_per_position, "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "uses course_utils' copy_losses", t8.gain_by_copy_losses, "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "uses course_utils' reference_copy_gain",

@@ -521,7 +521,7 @@ def two_layer():
 
 @pytest.fixture(scope="module")
 def one_layer():
-    return untrained_one_layer()
+    return LookBack(1.5, 0.0)  # what one trained layer does: a gain near 0.2
 
 
 class LookBack(nn.Module):
@@ -586,8 +586,32 @@ def test_stand_ins_give_the_gains_they_stand_for(one_layer, two_layer):
     from course_utils.induction import repeated_sequences
 
     tokens = repeated_sequences(64, 12, 24, torch.Generator().manual_seed(3))
-    assert ONE_LAYER_GAIN.low < reference_copy_gain(one_layer, tokens) < 0.05
+    assert ONE_LAYER_GAIN.low < reference_copy_gain(one_layer, tokens) < ONE_LAYER_GAIN.high
     assert 0.999 < reference_copy_gain(two_layer, tokens) <= TWO_LAYER_GAIN.high
+    assert abs(reference_copy_gain(untrained_one_layer(), tokens)) < 0.05
+
+
+def test_induction_experiment_takes_the_learners_one_layer_model(two_layer):
+    """The learner trains the one-layer model (a function returning it): untrained, two layers, or not the
+    chapter's model each get their own hint; the stub counts as not done."""
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+    from course_utils.induction import AttentionOnly
+
+    def run(model_fn):
+        return check_induction_layers(gain_by_per_position, "two layers needed", two_layer_model=two_layer,
+                                      one_layer_model=model_fn)
+
+    result = run(untrained_one_layer)
+    assert not result.passed and "was your one-layer model trained" in result.message, result.message
+    result = run(lambda: AttentionOnly(24, d_model=16, n_heads=2, n_layers=2, max_len=24))
+    assert not result.passed and "has 2 layers" in result.message, result.message
+    result = run(lambda: nn.Linear(3, 3))
+    assert not result.passed and "AttentionOnly" in result.message, result.message
+    result = run(lambda: (LookBack(1.5, 0.0), []))
+    assert not result.passed and "AttentionOnly" in result.message, result.message
+    assert run(stub).not_implemented
+    result = run(LookBack(1.5, 0.0))  # a model given directly is used as it is
+    assert result.passed and "in your run" in result.message, result.message
 
 
 def test_induction_experiment_accepts_alternatives(one_layer, two_layer):
@@ -706,10 +730,8 @@ def test_induction_experiment_names_more_mistakes(fn, hint):
     (lambda m, t: gain_by_positions(m, t, 1, 0, 1), "indexed the losses by token"),
     (lambda m, t: gain_by_positions(m, t, 0, 0, -1), "second copy's first token was counted"),
 ])
-def test_induction_experiment_names_mistakes(fn, hint, one_layer, two_layer):
-    from course_utils.exercises.ch08_decoder_only import check_induction_layers
-
-    result = check_induction_layers(fn, "two layers needed", two_layer_model=two_layer, one_layer_model=one_layer)
+def test_induction_experiment_names_mistakes(fn, hint):
+    result = check_on_stand_ins(fn, "two layers needed")  # models whose every position has its own loss
     assert not result.passed and hint in result.message, result.message
 
 

@@ -359,13 +359,38 @@ def _trigram_mistakes(train: Tensor, val: Tensor, V: int) -> dict[str, float]:
     return mistakes
 
 
-@checker("8.4", "the trigram baseline in bits per character")
-def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
-    """Check ``fn(train_ids, val_ids, vocab_size)``: validation bits/char of add-one trigram counts from train_ids."""
-    from .core import as_number, refuse_library
+TRIGRAM_OPTIONS = {  # option -> why it is wrong, said when the measurement disagrees
+    "no better than the bigram": "Most of the 4,225 possible pairs of previous characters never occur, but the common "
+                                 "ones are seen thousands of times, and a second character narrows the next one down "
+                                 "a lot: after 'th' few characters follow, after 'h' many.",
+    "under 0.3 bits better": "A second character narrows the next one down more than that: after 'th' few characters "
+                             "follow, after 'h' many; what add-one smoothing spreads over unseen triples costs less.",
+    "0.3 bits or more better": "Add-one smoothing over 65 possible next characters costs more than the second "
+                               "character of context gives back here.",
+}
 
+
+def _trigram_outcome(gain: float) -> str:
+    """The option of TRIGRAM_OPTIONS that ``gain`` (bigram bits - trigram bits) falls in."""
+    return "no better than the bigram" if gain < 0.05 else "under 0.3 bits better" if gain < 0.3 else \
+        "0.3 bits or more better"
+
+
+@checker("8.4", "the trigram baseline in bits per character")
+def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float], prediction: Any = None) -> str | None:
+    """Check ``fn(train_ids, val_ids, vocab_size)``: validation bits/char of add-one trigram counts from train_ids.
+
+    With ``prediction`` (an option of TRIGRAM_OPTIONS, or a function returning one) the function is then
+    run on tiny Shakespeare and its gain over the bigram compared with the prediction.
+    """
+    from ..runs.charlm import charlm_split
+    from .core import as_number, refuse_library
+    from .experiment import compare_prediction, read_prediction
+
+    guess = None if prediction is None else read_prediction(prediction, TRIGRAM_OPTIONS)
     refuse_library(fn, (trigram_bits, ngram_bits_per_char), "count the triples yourself.")
     g = torch.Generator().manual_seed(0)
+    corpora = []
     for V, n_train, n_val in ((5, 600, 100), (8, 3000, 300), (3, 60, 40)):
         # a chain whose next token depends on the two before, so a trigram beats a bigram
         table = torch.randint(0, V, (V, V), generator=g)
@@ -374,9 +399,13 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
             r = torch.rand(1, generator=g).item()
             ids.append(int(table[ids[-2], ids[-1]]) if r < 0.7 else int(torch.randint(0, V, (1,), generator=g)))
         data = torch.tensor(ids)
-        train, val = data[:n_train], data[n_train:]
-        got = as_number(call_student(fn, train.clone(), val.clone(), V, what="your trigram_bits_per_char"),
-                        "my_trigram_bits(train_ids, val_ids, vocab_size)")
+        corpora.append((V, data[:n_train], data[n_train:]))
+    gots = [as_number(call_student(fn, train.clone(), val.clone(), V, what="your trigram_bits_per_char"),
+                      "my_trigram_bits(train_ids, val_ids, vocab_size)") for V, train, val in corpora]
+    if max(gots) - min(gots) <= 1e-9:
+        raise CheckFailed(f"your function returned {gots[0]:.4f} for three different test corpora: it must compute "
+                          "the bits from the train_ids and val_ids it is given, not return a fixed number.")
+    for (V, train, val), got in zip(corpora, gots, strict=True):
         want = trigram_bits(train, val, V)
         # correct readings the text leaves open: the textbook's context count (the pair's count over the
         # training text, one more than the sum over c where the pair ends the text), and scoring val_ids[0]
@@ -400,6 +429,16 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
                           f"{got:.4f}, and none of the usual slips gives your number: p(c | a, b) is "
                           "(count(a, b, c) + 1) / (count(a, b) + V), counted on train_ids, averaged as -log2 p over "
                           "the validation triples.")
+    if guess is None:
+        return None
+    vocab, train_ids, val_ids = charlm_split()
+    V = len(vocab)
+    bigram = ngram_bits_per_char(train_ids, val_ids, 2, V)
+    mine = as_number(call_student(fn, train_ids.clone(), val_ids.clone(), V, what="your trigram_bits_per_char"),
+                     "my_trigram_bits(train_ids, val_ids, vocab_size)")
+    gain = bigram - mine
+    return (f"On tiny Shakespeare your function gives {mine:.3f} bits per character, the bigram {bigram:.3f}: "
+            f"{gain:.2f} bits better. " + compare_prediction(guess, _trigram_outcome(gain), TRIGRAM_OPTIONS))
 
 
 # ----------------------------------------------------------------- 8.5 assemble the decoder-only model
@@ -513,15 +552,17 @@ LAYER_OPTIONS = {
 # The ranges rest on the chapter's recipe (course_utils.induction.INDUCTION_RECIPE, 300 steps) run with
 # seeds 0-7, on this machine's kernels and again with ATEN_CPU_CAPABILITY=default: one layer 0.20-0.28,
 # two layers 0.65-0.79 (the same eight runs in both settings, within 0.02). Each bound leaves at least
-# 0.1 of headroom; TWO_LAYER_GAIN's lower bound is also where the verdict says the two-layer model learnt it.
+# 0.1 of headroom (an untrained one-layer model gains about 0, below ONE_LAYER_GAIN's range);
+# TWO_LAYER_GAIN's lower bound is also where the verdict says the two-layer model learnt it.
 ONE_LAYER_GAIN = Expected(
-    "copy gain of the one-layer attention-only model after 300 steps", -0.1, 0.45,
+    "copy gain of the one-layer attention-only model after 300 steps", 0.1, 0.45,
     "one layer cannot form an induction head: finding 'the token after the earlier occurrence of this token' "
     "needs a first layer that writes each token's predecessor into its position and a second layer that matches "
     "on it. What one layer can learn is where to look without knowing what to copy: in the second copy only "
     "the 12 tokens already seen occur, and spreading over them instead of all 24 gives 1 - ln 12 / ln 24, "
     "about 0.22.",
     above="Was the model really given one layer? The gain of the two-layer model is far higher.",
+    below="An untrained model gains about 0: was your one-layer model trained, 300 steps as the two-layer one?",
 )
 TWO_LAYER_GAIN = Expected(
     "copy gain of the two-layer model after 300 steps", 0.55, 1.0,
@@ -576,13 +617,32 @@ def _copy_gain_mistakes(model: nn.Module, tokens: Tensor) -> dict[str, float]:
     }
 
 
+def _learner_one_layer(one_layer_model: Any) -> nn.Module | None:
+    """The learner's one-layer model: a model, or a function that trains and returns one (None: not given)."""
+    from ..induction import AttentionOnly
+
+    if one_layer_model is None or isinstance(one_layer_model, nn.Module):
+        return one_layer_model
+    if not callable(one_layer_model):
+        raise CheckFailed(f"one_layer_model must be your trained one-layer model or a function that returns it, got "
+                          f"{describe(one_layer_model)}")
+    model = call_student(one_layer_model, what="your one-layer model")
+    if not isinstance(model, AttentionOnly):
+        raise CheckFailed(f"your one-layer model should be the chapter's AttentionOnly model with one layer, trained "
+                          f"as the two-layer one (reference_attention_only(n_layers=1) returns (model, losses)), got "
+                          f"{describe(model)}")
+    if len(model.attn) != 1:
+        raise CheckFailed(f"your one-layer model has {len(model.attn)} layers: change that one thing, n_layers=1.")
+    return model
+
+
 @checker("8.6", "one layer or two for induction")
 def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: Any,
-                           two_layer_model: nn.Module | None = None, one_layer_model: nn.Module | None = None) -> str:
-    """Record the prediction, check ``fn(model, tokens)`` measures the copy gain, then train a one-layer and a
-    two-layer attention-only model on varied repeats (course_utils.induction.INDUCTION_RECIPE, 300 steps; a model
-    given as ``two_layer_model`` or ``one_layer_model`` is used instead) and judge their gains against the
-    reference ranges."""
+                           two_layer_model: nn.Module | None = None, one_layer_model: Any = None) -> str:
+    """Record the prediction, check ``fn(model, tokens)`` measures the copy gain on the learner's one-layer model
+    (``one_layer_model``: the model, or a function that trains and returns it; default: the chapter's recipe
+    with one layer, course_utils.induction.INDUCTION_RECIPE, 300 steps) and the two-layer model (trained here
+    unless given as ``two_layer_model``), and judge the two gains against the reference ranges."""
     from ..induction import copy_losses, reference_attention_only, repeated_sequences
     from .core import as_number, refuse_library
     from .experiment import compare_prediction, judge_range, read_prediction
@@ -591,6 +651,7 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     refuse_library(fn, (copy_losses, reference_copy_gain),
                    "take the per-position losses from per_position_loss(model, tokens) and average each copy "
                    "yourself.")
+    one_layer_model = _learner_one_layer(one_layer_model)
     tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
     models = {}
     for n_layers in (1, 2):
@@ -603,6 +664,9 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
             raise CheckFailed("Your copy_gain returned two numbers (the two copies' losses?): return the one gain, "
                               "1 - second / first.")
         gots[n] = as_number(got, "copy_gain(model, tokens)")
+        if math.isnan(gots[n]):
+            raise CheckFailed(f"your copy_gain returned NaN on the {n}-layer model: is one of your two means taken "
+                              "over an empty slice (check the index ranges of the two copies)?")
     wants = {n: reference_copy_gain(model, tokens) for n, model in models.items()}
     if abs(gots[1] - gots[2]) <= 1e-9 and abs(wants[1] - wants[2]) > 1e-3:
         raise CheckFailed("Your copy_gain returned the same number for two different models: it must measure "
