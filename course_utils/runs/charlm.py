@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch, lm_loss, load_corpus, model_bits_per_char, train_val_ids
+from ..charlm import CharVocab, charlm_split, lm_batch, lm_loss, model_bits_per_char
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..schedules import warmup_cosine_lr
 from ..training import Callback, TrainConfig, TrainHistory, make_optimizer
@@ -84,9 +84,7 @@ def run_charlm(recipe: Recipe | None = None, progress: bool = True, steps: int |
     check_bool("progress", progress)
     if steps is not None:
         check_positive_int("steps", steps)  # before the corpus is read
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
+    vocab, train_ids, val_ids = charlm_split()
     last = recipe["train"]["steps"] if steps is None else steps
     val = ValidationBitsPerChar(val_ids, recipe["block_size"], recipe["eval_every"], last)
     B, T = recipe["batch_size"], recipe["block_size"]
@@ -129,14 +127,6 @@ BENCHMARK_RECIPE: Recipe = {
     "seed": 0,
 }
 _BENCH_KEYS = ("model", "train", "batch_size", "block_size", "seed")
-
-
-def charlm_split() -> tuple[CharVocab, Tensor, Tensor]:
-    """(vocabulary, training ids, validation ids): the first 90 % of tiny Shakespeare and the last 10 %. Chapter 8."""
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
-    return vocab, train_ids, val_ids
 
 
 def validation_nats(model: nn.Module, val_ids: Tensor, block_size: int) -> float:
