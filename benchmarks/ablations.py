@@ -22,7 +22,6 @@ import argparse
 import copy
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -35,7 +34,7 @@ from course_utils.ablations import measurements, measuring_callbacks, seq2seq_co
 from course_utils.baselines import GRUConfig, GRUSeq2Seq
 from course_utils.data import VOCAB_SIZE, random_batch
 from course_utils.evaluation import evaluate_by_length
-from course_utils.runs import asset_path, run
+from course_utils.runs import asset_path, machine_record, run, write_asset
 from course_utils.runs.ablations import (
     ABLATIONS_FILE,
     BASE_MODEL,
@@ -48,6 +47,7 @@ from course_utils.runs.ablations import (
 )
 from course_utils.runs.reversal import FAST_RECIPE, build_model, reversal_batch_fn
 from course_utils.training import masked_cross_entropy
+from course_utils.utils import count_params
 
 # -- Table 3 in miniature --------------------------------------------------------------------
 # the recipe constants live in course_utils.runs.ablations (the freshness check reads them)
@@ -114,7 +114,7 @@ def run_baseline(name: str, n_per_length: int, quick: bool = False) -> dict[str,
     measured = measurements(history, accuracy, grads)
     results = evaluate_by_length(model, range(3, 16), n_per_length)
     return {
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": count_params(model),
         "train_seconds": round(history.seconds, 1),
         "steps": len(history.losses),
         "batch_size": recipe["batch_size"],
@@ -206,11 +206,10 @@ def main() -> None:
             merged["table3"] = {**previous["table3"], **result["table3"]}  # a subset updates its rows only
         # the parts not run this time keep their record: results and seconds
         merged["part_seconds"] = {**previous.get("part_seconds", {}), **result.get("part_seconds", {})}
-        out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+        write_asset(out, merged)
 
     result: dict[str, Any] = {
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "torch": torch.__version__},
+        "machine": machine_record(),
         "recipe": ablations_recipe(args.quick),
     }
 

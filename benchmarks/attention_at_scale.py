@@ -44,7 +44,7 @@ from course_utils.flash import (  # noqa: E402
     tiled_attention,
 )
 from course_utils.modern import ModernLM, ModernLMConfig  # noqa: E402
-from course_utils.runs import asset_path  # noqa: E402
+from course_utils.runs import write_asset  # noqa: E402
 from course_utils.runs.modern import (  # noqa: E402
     ATTENTION_AT_SCALE_FILE,
     ATTENTION_AT_SCALE_RECIPE,
@@ -148,7 +148,7 @@ def main() -> None:
         results[GQA_UPTRAINING_FILE] = gqa_part()
     if args.write:
         for name, result in results.items():
-            asset_path(name).write_text(json.dumps(result, indent=1) + "\n")
+            write_asset(name, result)
             print(f"wrote {name}")
     print(json.dumps(results))
 

@@ -14,14 +14,12 @@ validation windows. CPU time per step is measured with one thread; it depends on
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
 
 import torch
 
 from course_utils.modern import charlm_data
-from course_utils.runs import asset_path
+from course_utils.runs import machine_record, write_asset
 from course_utils.runs.ffn import FFN_ACTIVATIONS_FILE, FFN_ACTIVATIONS_RECIPE, run_activation
 
 
@@ -40,11 +38,9 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
     record = {"recipe": recipe, "rows": rows, "total_seconds": round(time.perf_counter() - start, 1),
-              "torch": torch.__version__, "machine": platform.machine()}
+              "machine": machine_record()}
     if args.write:
-        out = asset_path(FFN_ACTIVATIONS_FILE)
-        out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {out.name}")
+        print(f"wrote {write_asset(FFN_ACTIVATIONS_FILE, record).name}")
 
 
 if __name__ == "__main__":

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import torch
 
 from course_utils.random_position_eval import reverse_with_random_positions
-from course_utils.runs import asset_path
+from course_utils.runs import asset_path, machine_record, write_asset
 from course_utils.runs.length import (
     EXTRA_ROWS_FILE,
     MAX_POSITION,
@@ -76,10 +74,9 @@ def main() -> None:
     print(f"sinusoidal-end: exact match % at 3/10/11/20 {_at(curve)}", flush=True)
 
     record["total_seconds"] = round(time.perf_counter() - start, 1)
-    record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
-                         "cpu_cores": os.cpu_count()}
+    record["machine"] = machine_record()
     if args.write:
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        write_asset(args.out, record)
     print(json.dumps(record))
 
 

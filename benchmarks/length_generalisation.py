@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
-import torch
-
+from course_utils.runs import machine_record, write_asset
 from course_utils.runs.length import (
     CAUSAL_SCHEMES,
     LONG_FACTOR,
@@ -110,8 +107,7 @@ def main() -> None:
             print(f"{name:22s} {steps} steps, trained {history.seconds:5.1f} s; worst at 3-10 "
                   f"{_worst_inside(curve)}; at 11/15/20: {em['11']}/{em['15']}/{em['20']}", flush=True)
     record["total_seconds"] = round(time.perf_counter() - start, 1)
-    record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
-                         "cpu_cores": os.cpu_count()}
+    record["machine"] = machine_record()
     print(f"total time {record['total_seconds']:.0f} s", flush=True)
     if old is not None:
         old["schemes"].update(record["schemes"])
@@ -124,7 +120,7 @@ def main() -> None:
         old["recipe"] = record["recipe"]  # today's recipe: re-run every scheme whose recipe changed
         record = old
     if args.write:
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        write_asset(args.out, record)
     print(json.dumps(record))
 
 

@@ -1,11 +1,11 @@
 """Benchmark: Chapter 11's modern block against the 2017 block on the character LM; ends with one JSON line.
 
 Usage:
-    python benchmarks/modern_block.py              # every row; writes course_utils/assets/modern_block.json
-    python benchmarks/modern_block.py --no-save    # print only
+    python benchmarks/modern_block.py              # every row, printed only
+    python benchmarks/modern_block.py --write      # and writes course_utils/assets/modern_block.json
     python benchmarks/modern_block.py --variants "RoPE,no biases" --rows-out /tmp/part1.jsonl
                                                    # some rows only, one JSON line per row (to run in parallel)
-    python benchmarks/modern_block.py --from-rows /tmp/part*.jsonl
+    python benchmarks/modern_block.py --from-rows /tmp/part*.jsonl --write
                                                    # assemble the asset from such parts
 
 Every row trains one ModernLM from scratch with MODERN_BLOCK_RECIPE (same data, steps, batch and
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -31,13 +29,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from course_utils.runs import asset_path  # noqa: E402
+from course_utils.runs import machine_record, write_asset  # noqa: E402
 from course_utils.runs.modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE, charlm_data, run_variant  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-save", action="store_true", help="do not write the asset")
+    parser.add_argument("--write", action="store_true", help="write the shipped result (default: print only)")
     parser.add_argument("--variants", help="comma-separated rows to run (default: all)")
     parser.add_argument("--rows-out", help="append each row as one JSON line to this file; no asset")
     parser.add_argument("--from-rows", nargs="+", help="assemble the asset from row files, train nothing")
@@ -71,11 +69,10 @@ def main() -> None:
         cpu_total = time.process_time() - start
         if args.rows_out:
             return
-    result = {"rows": rows, "cpu_seconds_total": round(cpu_total, 1),
-              "load_average": [round(x, 2) for x in os.getloadavg()],
-              "torch": torch.__version__, "machine": platform.machine(), "recipe": MODERN_BLOCK_RECIPE}
-    if not args.no_save:
-        asset_path(MODERN_BLOCK_FILE).write_text(json.dumps(result, indent=1) + "\n")
+    result = {"rows": rows, "cpu_seconds_total": round(cpu_total, 1), "machine": machine_record(),
+              "recipe": MODERN_BLOCK_RECIPE}
+    if args.write:
+        write_asset(MODERN_BLOCK_FILE, result)
     print(json.dumps(result))
 
 

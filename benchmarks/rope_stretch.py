@@ -16,16 +16,13 @@ machine and whatever else runs on it.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 
 import torch
 
 from course_utils.evaluation import evaluate_by_length
 from course_utils.positional import stretch_rope
-from course_utils.runs import asset_path
+from course_utils.runs import machine_record, write_asset
 from course_utils.runs.length import WINNER, load_scheme_model
 from course_utils.runs.reversal import run_reversal
 from course_utils.runs.rope_stretch import ROPE_STRETCH_FILE, fine_tune, rope_stretch_recipe
@@ -62,13 +59,10 @@ def main() -> None:
     record["rows"]["winner"] = counts
     print(f"{'winner':>13}:                {counts}", flush=True)
     record["total_seconds"] = round(time.perf_counter() - start, 1)
-    record["machine"] = {"torch_threads": torch.get_num_threads(), "processor": platform.machine(),
-                         "cpu_cores": os.cpu_count(), "torch": torch.__version__}
+    record["machine"] = machine_record()
     print(f"total {record['total_seconds']} s", flush=True)
     if args.write:
-        out = asset_path(ROPE_STRETCH_FILE)
-        out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {out.name}")
+        print(f"wrote {write_asset(ROPE_STRETCH_FILE, record).name}")
 
 
 if __name__ == "__main__":

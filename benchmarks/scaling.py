@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import platform
 import time
 from pathlib import Path
 
 import torch
 
-from course_utils.runs import asset_path
+from course_utils.runs import asset_path, machine_record, write_asset
 from course_utils.runs.scaling import SCALING_FILE, SCALING_RECIPE, run_size
 from course_utils.scaling import fit_power_law
 
@@ -68,12 +67,11 @@ def main() -> None:
         "cpu_seconds": round(time.process_time() - start_cpu, 1),
         "wall_seconds": round(time.perf_counter() - start_wall, 1),
         "threads": args.threads,
-        "machine": platform.processor() or platform.machine(),
-        "torch": torch.__version__,
+        "machine": machine_record(),
         "recipe": recipe,
     }
     if args.write and not quick:
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        write_asset(args.out, record)
     print(json.dumps(record))
 
 

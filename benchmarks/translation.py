@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from course_utils.runs import asset_path, save  # noqa: E402
+from course_utils.runs import asset_path, save, write_asset  # noqa: E402
 from course_utils.runs.translation import (  # noqa: E402
     TRANSLATION_CHECKPOINT,
     TRANSLATION_RECIPE,
@@ -197,8 +197,7 @@ def main() -> None:
                       "history": base["history"],
                       "train_cpu_seconds": base["train_cpu_seconds"], "train_wall_seconds": base["train_wall_seconds"],
                       "test": variants["base"]["test"], "beyond": variants["base"]["beyond"]})
-        asset_path(TRANSLATION_RESULTS).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n",
-                                                   encoding="utf-8")
+        write_asset(TRANSLATION_RESULTS, result, ensure_ascii=False)
     print(json.dumps({"rows": [{k: r[k] for k in ("row", "bleu", "chrf", "exact_match", "train_seconds")}
                                for r in rows], "train_seconds": round(base["train_cpu_seconds"], 1)},
                      ensure_ascii=False))

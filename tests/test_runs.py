@@ -12,7 +12,17 @@ import torch
 
 from course_utils.data import VOCAB_SIZE
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
-from course_utils.runs import ASSETS, load, load_asset, read_checkpoint, run, save, with_steps
+from course_utils.runs import (
+    ASSETS,
+    load,
+    load_asset,
+    machine_record,
+    read_checkpoint,
+    run,
+    save,
+    with_steps,
+    write_asset,
+)
 from course_utils.runs.registry import REGISTRY, check, check_one
 from course_utils.runs.reversal import (
     DECODER_ONLY_RECIPE,
@@ -117,6 +127,39 @@ def test_load_asset_reads_json_and_checkpoints():
     assert "recipe" in load_asset("ablations.json")
     assert isinstance(load_asset("reversal_decoder_only.pt"), DecoderOnly)
     assert isinstance(load(ASSETS / "charlm_shakespeare.pt"), DecoderOnly)
+
+
+def test_write_asset_writes_what_the_benchmarks_wrote_by_hand(tmp_path):
+    # the bytes each benchmark wrote before the one writer: json.dumps(indent=1) and a newline
+    record = {"rows": [{"bits": 1.25, "name": "Größe"}], "recipe": {"seed": 0}, "machine": machine_record()}
+    path = write_asset(tmp_path / "r.json", record)
+    assert path.read_bytes() == (json.dumps(record, indent=1) + "\n").encode("utf-8")
+    write_asset(tmp_path / "u.json", record, ensure_ascii=False)  # benchmarks/translation.py keeps its umlauts
+    assert (tmp_path / "u.json").read_text(encoding="utf-8") == json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+    assert json.loads(path.read_text(encoding="utf-8")) == record
+
+
+def test_machine_record_holds_what_the_chapters_read():
+    machine = machine_record()
+    # Chapter 9 prints cpu_cores and torch_threads, Chapter 10 the processor
+    assert {"processor", "cpu_cores", "torch_threads", "torch", "platform", "load_average"} <= set(machine)
+    assert machine["torch_threads"] == torch.get_num_threads() and len(machine["load_average"]) == 3
+
+
+def test_write_asset_refuses_a_path_as_a_name_and_a_record_that_is_not_a_dict(tmp_path):
+    with pytest.raises(ValueError, match="name must be a file name in course_utils/assets"):
+        write_asset("sub/r.json", {})
+    with pytest.raises(TypeError, match="record must be a dict"):
+        write_asset(tmp_path / "r.json", [1, 2])
+
+
+def test_every_benchmark_writes_only_with_write():
+    # one flag for every benchmark that rewrites a shipped file: default print only, --write writes
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "--no-save" not in text and "--no-write" not in text, f"{path.name}: use --write (default: print only)"
+        if re.search(r"write_asset\(|\bsave\w*\(|write_text\(", text):
+            assert '"--write"' in text, f"{path.name} writes a shipped file without a --write flag"
 
 
 def test_teaching_modules_never_name_a_shipped_file():

@@ -5,7 +5,8 @@ evaluation, data, charlm, ...) hold only what a chapter teaches and never name a
 ``assets/``; everything that owns a recipe or a file lives here:
 
 - :mod:`~course_utils.runs.core`: ``Recipe``, ``run(...) -> Run(model, history, recipe)``, the one
-  checkpoint format (``save``, ``load``, ``read_checkpoint``), ``load_asset``;
+  checkpoint format (``save``, ``load``, ``read_checkpoint``), ``load_asset``, ``write_asset`` and
+  ``machine_record`` (the one writer of shipped JSON results and the one record of where they were measured);
 - :mod:`~course_utils.runs.reversal`: Chapter 6's and Chapter 8's reversal recipes, builders, loaders;
 - :mod:`~course_utils.runs.charlm`: Chapter 8's character LM recipe, run and loader;
 - :mod:`~course_utils.runs.length`: Chapter 9's schemes, their recipes, curves and shipped models;
@@ -24,12 +25,14 @@ from .core import (
            load,
            load_as,
            load_asset,
+           machine_record,
            read_checkpoint,
            run,
            save,
            seeded,
            with_steps,
+           write_asset,
 )
 
-__all__ = ["ASSETS", "KINDS", "Recipe", "Run", "asset_path", "load", "load_as", "load_asset", "read_checkpoint", "run",
-           "save", "seeded", "with_steps"]
+__all__ = ["ASSETS", "KINDS", "Recipe", "Run", "asset_path", "load", "load_as", "load_asset", "machine_record",
+           "read_checkpoint", "run", "save", "seeded", "with_steps", "write_asset"]

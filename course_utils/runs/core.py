@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
+import platform
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -248,6 +250,25 @@ def load_asset(name: str) -> Any:
     if name.endswith(".pt"):
         return load(path)
     raise ValueError(f"name must end in .json or .pt, got {name!r}")
+
+
+def write_asset(where: Path | str, record: dict[str, Any], ensure_ascii: bool = True) -> Path:
+    """Write a benchmark's JSON result (indent 1, a final newline, UTF-8) and return its path: the one writer
+    of the shipped JSON results. ``where`` is a file name in ``course_utils/assets`` (a str) or a ``Path``."""
+    path = asset_path(where) if isinstance(where, str) else _check_path(where)
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict (a JSON object), got {type(record).__name__}")
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=check_bool("ensure_ascii", ensure_ascii)) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def machine_record() -> dict[str, Any]:
+    """Where a benchmark ran, stored beside its timings as ``record["machine"]``: platform, processor, CPU
+    cores, torch threads, torch version and the load average (1, 5, 15 min; timings depend on it)."""
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
 def stored_recipe(path: Path | str) -> Any:
