@@ -47,6 +47,7 @@ from course_utils.runs.ablations import (
 )
 from course_utils.runs.reversal import FAST_RECIPE, build_model, reversal_batch_fn
 from course_utils.training import masked_cross_entropy
+from course_utils.utils import count_params
 
 # -- Table 3 in miniature --------------------------------------------------------------------
 # the recipe constants live in course_utils.runs.ablations (the freshness check reads them)
@@ -113,7 +114,7 @@ def run_baseline(name: str, n_per_length: int, quick: bool = False) -> dict[str,
     measured = measurements(history, accuracy, grads)
     results = evaluate_by_length(model, range(3, 16), n_per_length)
     return {
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": count_params(model),
         "train_seconds": round(history.seconds, 1),
         "steps": len(history.losses),
         "batch_size": recipe["batch_size"],

@@ -36,6 +36,7 @@ from course_utils.runs.reversal import (
     HeldOutExactMatch,
     run_reversal,
 )
+from course_utils.utils import count_params
 
 LENGTHS = range(3, 16)
 TARGET = 0.995  # exact match over the training lengths for steps_to_99_5
@@ -68,7 +69,7 @@ def run(recipe: dict, n_per_length: int, eval_every: int = 0) -> dict:
         "train_seconds": round(history.seconds, 1),
         "train_cpu_seconds": round(history.cpu_seconds, 1),  # CPU time of this process: less sensitive to load
         "steps": len(history.losses),
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": count_params(model),
         "final_loss": round(sum(history.losses[-50:]) / 50, 4),
         "exact_match": {str(n): round(100 * r["exact_match"], 1) for n, r in results.items()},
         "token_accuracy": {str(n): round(100 * r["token_accuracy"], 1) for n, r in results.items()},

@@ -97,7 +97,6 @@ def build_variant(
             for name in ("self_attn", "cross_attn"):
                 if hasattr(block, name):
                     setattr(block, name, KeySizeAttention(c.d_model, c.n_heads, d_k, c.dropout))
-    if d_k is not None:
         model._reset_parameters()
     if not layer_norm:
         for module in list(model.modules()):

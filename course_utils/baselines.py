@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .masks import padding_mask
-from .validate import check_bool_mask, check_int, check_positive_int, check_rank
+from .validate import check_bool_mask, check_int, check_model_tokens, check_positive_int, check_rank
 
 
 @dataclass
@@ -97,17 +97,6 @@ class GRUSeq2Seq(nn.Module):
         self.output_projection = nn.Linear(H + d_context + c.d_embed, c.vocab_size)  # [s_t; c_t; y_{t-1}] -> V
 
     # -- helpers -----------------------------------------------------------------------------
-    def _check_tokens(self, name: str, tokens: Tensor) -> None:
-        check_rank(name, tokens, 2, "(B, T) of token ids")
-        if tokens.dtype != torch.long:
-            raise TypeError(f"{name} must hold token ids as torch.long, got dtype {tokens.dtype}")
-        if tokens.shape[1] == 0:
-            raise ValueError(f"{name} must hold at least one token, got shape {tuple(tokens.shape)}")
-        V = self.config.vocab_size
-        if tokens.min() < 0 or tokens.max() >= V:
-            raise ValueError(f"{name} holds token ids outside [0, {V}), got min {int(tokens.min())} "
-                             f"and max {int(tokens.max())}")
-
     def _keep(self, src_mask: Tensor, B: int, T_src: int) -> Tensor:
         check_bool_mask("src_mask", src_mask)
         if src_mask.numel() != B * T_src:
@@ -126,7 +115,7 @@ class GRUSeq2Seq(nn.Module):
     # -- the three entry points ----------------------------------------------------------------
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """src (B, T_src) -> memory (B, T_src, 2 d_hidden): forward and backward GRU states. Chapter 10."""
-        self._check_tokens("src", src)
+        check_model_tokens("src", src, self.config.vocab_size)
         B, T = src.shape
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
@@ -152,7 +141,7 @@ class GRUSeq2Seq(nn.Module):
         :class:`GRUCache`, ``tgt`` holds only the new tokens and the state continues from the cache.
         """
         del tgt_mask  # a recurrence never sees the future
-        self._check_tokens("tgt", tgt)
+        check_model_tokens("tgt", tgt, self.config.vocab_size)
         check_rank("memory", memory, 3, "(B, T_src, 2 d_hidden)")
         B, T_tgt = tgt.shape
         T_src = memory.shape[1]
@@ -185,7 +174,7 @@ class GRUSeq2Seq(nn.Module):
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """src (B, T_src), tgt (B, T_tgt) -> logits (B, T_tgt, V), teacher-forced. Chapter 10."""
-        self._check_tokens("src", src)
+        check_model_tokens("src", src, self.config.vocab_size)
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
         logits = self.decode(tgt, self.encode(src, src_mask), src_mask)

@@ -142,6 +142,32 @@ def ngram_bits_per_char(train_ids: Tensor, val_ids: Tensor, order: int, vocab_si
     raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
 
 
+def consecutive_windows(n_tokens: int, block_size: int, max_windows: int | None = None) -> Tensor:
+    """Positions (W, block_size) of the consecutive windows 0..T-1, T..2T-1, ... of a split of ``n_tokens``
+    ids, each followed by its next id: ``ids[idx]`` are a model's inputs, ``ids[idx + 1]`` its targets. Chapter 8.
+
+    W = (n_tokens - 1) // block_size, or ``max_windows`` if fewer: the one rule by which the course
+    scores a validation split (bits/char in chapters 8, 11 and 12, the masked LM's windows).
+    """
+    check_positive_int("block_size", block_size)
+    check_int("n_tokens", n_tokens, low=block_size + 1)  # one window and its targets
+    n_windows = (n_tokens - 1) // block_size
+    if max_windows is not None:
+        n_windows = min(n_windows, check_positive_int("max_windows", max_windows))
+    return torch.arange(n_windows)[:, None] * block_size + torch.arange(block_size)  # (W, T)
+
+
+def charlm_split() -> tuple[CharVocab, Tensor, Tensor]:
+    """(vocabulary, training ids, validation ids): the first 90 % of tiny Shakespeare and the last 10 %. Chapter 8.
+
+    The one loader of the character task, for every run on it (chapters 8, 11, 12).
+    """
+    text = load_corpus()
+    vocab = CharVocab(text)
+    train_ids, val_ids = train_val_ids(text, vocab)
+    return vocab, train_ids, val_ids
+
+
 @torch.no_grad()
 def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
     """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8.
@@ -166,10 +192,8 @@ def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_
         raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens (one window and "
                          f"its targets), got {len(val_ids)}")
     model.eval()
-    n_windows = (len(val_ids) - 1) // block_size
-    if max_windows is not None:
-        n_windows = min(n_windows, max_windows)
-    idx = torch.arange(n_windows)[:, None] * block_size + torch.arange(block_size)  # (W, T)
+    idx = consecutive_windows(len(val_ids), block_size, max_windows)  # (W, T)
+    n_windows = len(idx)
     chunks = list(idx.split(64))
     tail = len(val_ids) - 1 - n_windows * block_size  # predictions left after the last full window
     if max_windows is None and tail > 0:  # the whole split: a last, shorter window, so every character counts once

@@ -14,6 +14,8 @@ import torch
 from torch import nn
 
 from .data import LETTERS, random_strings
+from .decoding import reverse_strings, reverse_strings_decoder_only
+from .gpt import DecoderOnly
 from .validate import check_int, check_positive_int, check_str_list
 
 
@@ -56,9 +58,6 @@ def as_predictor(model_or_fn: nn.Module | Predictor, batch_size: int = 500) -> P
     A ``DecoderOnly`` model (Chapter 8) is wrapped with :func:`~course_utils.decoding.reverse_strings_decoder_only`.
     """
     check_positive_int("batch_size", batch_size)
-    from .decoding import reverse_strings, reverse_strings_decoder_only
-    from .gpt import DecoderOnly
-
     if isinstance(model_or_fn, DecoderOnly):
         def predict_causal(strings: list[str]) -> list[str]:
             return reverse_strings_decoder_only(model_or_fn, strings)

@@ -42,7 +42,7 @@ from torch import Tensor, nn
 
 from .ffn import SwiGLU, swiglu_hidden
 from .masks import causal_mask
-from .model import EncoderBlock, KVCache
+from .model import EncoderBlock, KVCache, init_weights
 from .norm import LayerNorm
 from .positions import PositionalScheme, check_position_fields, training_position_map
 from .sampling import check_sampling, filter_logits, sample_next
@@ -53,6 +53,7 @@ from .validate import (
     check_broadcast,
     check_choice,
     check_int,
+    check_model_tokens,
     check_positive_int,
     check_probability,
     check_rank,
@@ -124,17 +125,10 @@ class DecoderOnly(nn.Module):
         # a pre-LN stack ends with a LayerNorm (the residual stream is never normalised otherwise)
         self.final_norm: nn.Module = LayerNorm(c.d_model, fused=c.fused_layer_norm) if c.norm_first else nn.Identity()
         self.output_projection = nn.Linear(c.d_model, c.vocab_size)  # d_model -> V logits
-        self._reset_parameters()
+        # as Chapter 5's Transformer; the positional scheme keeps its own init
+        init_weights(self, (self.embedding,), c.d_model, skip="positional_scheme.")
         if c.tie_embeddings:
             self.output_projection.weight = self.embedding.weight  # one (V, d_model) matrix, two uses
-
-    def _reset_parameters(self) -> None:
-        # as Chapter 5's Transformer: Xavier-uniform matrices, embeddings N(0, 1/d_model) so that
-        # sqrt(d_model) * embedding has unit scale; the positional scheme keeps its own init
-        for name, p in self.named_parameters():
-            if p.dim() > 1 and not name.startswith("positional_scheme."):
-                nn.init.xavier_uniform_(p)
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=self.config.d_model**-0.5)
 
     @property
     def pe(self) -> nn.Module | None:
@@ -160,21 +154,7 @@ class DecoderOnly(nn.Module):
 
     def embed(self, tokens: Tensor, offset: int = 0, positions: Tensor | None = None) -> Tensor:
         """tokens (B, T) -> sqrt(d_model) * embedding + positions (default offset..offset+T-1), dropout. Chapter 8."""
-        check_rank("tokens", tokens, 2, "(B, T) of token ids")
-        if tokens.dtype != torch.long:
-            raise TypeError(f"tokens must hold token ids as torch.long, got dtype {tokens.dtype}")
-        if tokens.shape[1] == 0:
-            raise ValueError(f"tokens must hold at least one token, got shape {tuple(tokens.shape)}")
-        if offset + tokens.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"tokens has length {tokens.shape[1]}" + (f" after {offset} cached tokens" if offset else "")
-                + f", beyond max_len={self.config.max_len} (the context window)"
-            )
-        V = self.config.vocab_size
-        if tokens.min() < 0 or tokens.max() >= V:
-            raise ValueError(
-                f"tokens holds ids outside [0, {V}), got min {int(tokens.min())} and max {int(tokens.max())}"
-            )
+        check_model_tokens("tokens", tokens, self.config.vocab_size, self.config.max_len, offset)
         if positions is None:
             B, T = tokens.shape
             positions = torch.arange(offset, offset + T, device=tokens.device).expand(B, T)  # (B, T)

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention
 from .masks import causal_mask
 from .norm import LayerNorm
-from .validate import check_module, check_positive_int, check_rank, check_token_ids
+from .validate import check_model_tokens, check_module, check_positive_int, check_rank, check_token_ids
 
 
 def repeated_sequences(batch_size: int, half: int, vocab_size: int, generator: torch.Generator | None = None) -> Tensor:
@@ -95,10 +95,7 @@ class AttentionOnly(nn.Module):
 
     def forward(self, tokens: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
         """tokens (B, T) -> logits (B, T, V) [, attention weights (B, h, T, T) per layer]."""
-        check_rank("tokens", tokens, 2, "(B, T) of token ids")
-        T = tokens.shape[1]
-        if T > self.max_len:
-            raise ValueError(f"tokens has length {T}, beyond max_len={self.max_len}")
+        T = check_model_tokens("tokens", tokens, self.embedding.num_embeddings, self.max_len).shape[1]
         x = self.embedding(tokens) + self.positions(torch.arange(T, device=tokens.device))  # (B, T, d_model)
         mask = causal_mask(T, tokens.device)  # (1, 1, T, T)
         weights = []

@@ -11,7 +11,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .model import EncoderBlock
+from .charlm import consecutive_windows
+from .model import EncoderBlock, init_weights
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding
 from .validate import (
@@ -19,6 +20,7 @@ from .validate import (
     check_finite,
     check_float_tensor,
     check_int,
+    check_model_tokens,
     check_module,
     check_number,
     check_positive_int,
@@ -69,19 +71,11 @@ class EncoderOnlyLM(nn.Module):
         self.layers = nn.ModuleList(
             EncoderBlock(d_model, n_heads, d_ff, dropout, norm_first=True) for _ in range(n_layers))
         self.final_norm = LayerNorm(d_model)
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
-        nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
+        init_weights(self, (self.embedding,), d_model)  # as every model of the course
 
     def forward(self, tokens: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
         """tokens (B, T), ids in [0, vocab_size] (vocab_size = [MASK]) -> logits (B, T, vocab_size). Chapter 12."""
-        check_rank("tokens", tokens, 2, "(B, T) of token ids")
-        if tokens.shape[1] > self.max_len:
-            raise ValueError(f"tokens has length {tokens.shape[1]}, beyond max_len={self.max_len}")
-        if tokens.min() < 0 or tokens.max() > self.mask_id:
-            raise ValueError(f"tokens holds ids outside [0, {self.mask_id}], got min {int(tokens.min())} "
-                             f"and max {int(tokens.max())}")
+        check_model_tokens("tokens", tokens, self.mask_id + 1, self.max_len)  # [MASK] = vocab_size is an input id
         x = self.pe(self.embedding(tokens) * math.sqrt(self.d_model))  # (B, T, d_model)
         weights = []
         for block in self.layers:
@@ -109,8 +103,7 @@ def val_windows(val_ids: Tensor, block_size: int, n: int) -> Tensor:
     if val_ids.dtype.is_floating_point or val_ids.dtype == torch.bool or int(val_ids.min()) < 0:
         raise ValueError(f"val_ids must hold integer token ids >= 0, got dtype {val_ids.dtype} and min "
                          f"{val_ids.min().item()}")
-    n = min(n, (len(val_ids) - 1) // block_size)
-    return val_ids[: n * block_size].reshape(n, block_size)  # (n, T)
+    return val_ids[consecutive_windows(len(val_ids), block_size, n)]  # (n, T)
 
 
 def _check_encoder(model: object) -> EncoderOnlyLM:
@@ -154,8 +147,7 @@ def next_char_accuracy(model: nn.Module, val_ids: Tensor, block_size: int, n: in
     if len(val_ids) < block_size + 1:
         raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
     model.eval()
-    n = min(n, (len(val_ids) - 1) // block_size)
-    idx = torch.arange(n)[:, None] * block_size + torch.arange(block_size)  # (n, T)
+    idx = consecutive_windows(len(val_ids), block_size, n)  # (n, T)
     return float((model(val_ids[idx]).argmax(-1) == val_ids[idx + 1]).float().mean())
 
 

@@ -16,6 +16,7 @@ random during training (Ruoss et al., 2023). The default is the paper's model, u
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, overload
 
@@ -51,9 +52,9 @@ from .validate import (
     check_finite,
     check_float_tensor,
     check_int,
+    check_model_tokens,
     check_positive_int,
     check_probability,
-    check_rank,
     check_tensor,
 )
 
@@ -61,7 +62,7 @@ __all__ = [
     "POSITIONAL_SCHEMES", "AttentionPositions", "DecoderBlock", "EncoderBlock", "KVCache", "PositionalScheme",
     "PositionwiseFeedForward", "Transformer", "TransformerConfig", "attend", "attend_with_bias",
     "cached_self_attention", "copy_encoder_block_weights", "copy_ffn_weights", "copy_mha_weights",
-    "copy_norm_weights", "to_torch_transformer",
+    "copy_norm_weights", "init_weights", "to_torch_transformer",
 ]
 
 
@@ -148,7 +149,19 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (..., d_ff) -> (..., d_model)
 
 
-class EncoderBlock(nn.Module):
+class _Block(nn.Module):
+    """What both blocks share (Chapter 5): the pre-LN / post-LN placement and the residual switch."""
+
+    def __init__(self, norm_first: bool, residual: bool, fused_layer_norm: bool, sdpa_attention: bool) -> None:
+        super().__init__()
+        self.norm_first = check_bool("norm_first", norm_first)
+        self.residual = check_bool("residual", residual)
+        check_bool("fused_layer_norm", fused_layer_norm)
+        check_bool("sdpa_attention", sdpa_attention)
+        self.placement = "pre" if norm_first else "post"
+
+
+class EncoderBlock(_Block):
     """Self-attention and FFN, each wrapped in dropout + residual + LayerNorm (post-LN or pre-LN). Chapter 5.
 
     Each sub-layer runs through Chapter 3's :func:`~course_utils.norm.residual_sublayer`;
@@ -159,12 +172,7 @@ class EncoderBlock(nn.Module):
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
         fused_layer_norm: bool = False, sdpa_attention: bool = True, residual: bool = True,
     ):
-        super().__init__()
-        self.norm_first = check_bool("norm_first", norm_first)
-        self.residual = check_bool("residual", residual)
-        check_bool("fused_layer_norm", fused_layer_norm)
-        check_bool("sdpa_attention", sdpa_attention)
-        self.placement = "pre" if norm_first else "post"
+        super().__init__(norm_first, residual, fused_layer_norm, sdpa_attention)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1, self.norm2 = (LayerNorm(d_model, fused=fused_layer_norm) for _ in range(2))
@@ -253,19 +261,14 @@ def cached_self_attention(
     return mha.attend_heads(q, k, v, mask, need_weights, bias=None if rel is None else rel.bias())
 
 
-class DecoderBlock(nn.Module):
+class DecoderBlock(_Block):
     """Causal self-attention, cross-attention (Q from the decoder, K and V from the encoder), FFN. Chapter 5."""
 
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
         fused_layer_norm: bool = False, sdpa_attention: bool = True, residual: bool = True,
     ):
-        super().__init__()
-        self.norm_first = check_bool("norm_first", norm_first)
-        self.residual = check_bool("residual", residual)
-        check_bool("fused_layer_norm", fused_layer_norm)
-        check_bool("sdpa_attention", sdpa_attention)
-        self.placement = "pre" if norm_first else "post"
+        super().__init__(norm_first, residual, fused_layer_norm, sdpa_attention)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, sdpa=sdpa_attention)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
@@ -334,6 +337,21 @@ class DecoderBlock(nn.Module):
         return x, weights["self"], weights["cross"]
 
 
+def init_weights(model: nn.Module, embeddings: Iterable[nn.Embedding], d_model: int, skip: str | None = None) -> None:
+    """The course's initialisation, for every Transformer it builds (chapters 5, 8, 11, 12).
+
+    Xavier-uniform for every matrix (like ``nn.Transformer``), then the token embeddings
+    N(0, 1/d_model), so that sqrt(d_model) * embedding has unit scale like the positional encoding.
+    Parameters whose name starts with ``skip`` keep their own initialisation; a shared embedding
+    is drawn once.
+    """
+    for name, p in model.named_parameters():
+        if p.dim() > 1 and not (skip is not None and name.startswith(skip)):
+            nn.init.xavier_uniform_(p)
+    for emb in {id(e): e for e in embeddings}.values():
+        nn.init.normal_(emb.weight, mean=0.0, std=d_model**-0.5)
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer of "Attention Is All You Need", post-LN or pre-LN. Chapter 5."""
 
@@ -365,13 +383,7 @@ class Transformer(nn.Module):
             self.output_projection.weight = self.src_embed.weight  # one (V, d_model) matrix, three uses
 
     def _reset_parameters(self) -> None:
-        # Xavier-uniform matrices (like nn.Transformer); embeddings N(0, 1/d_model) so that
-        # sqrt(d_model) * embedding has unit scale, like the positional encoding
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
-        for emb in {id(self.src_embed): self.src_embed, id(self.tgt_embed): self.tgt_embed}.values():
-            nn.init.normal_(emb.weight, mean=0.0, std=self.config.d_model**-0.5)
+        init_weights(self, (self.src_embed, self.tgt_embed), self.config.d_model)
 
     @property
     def pe(self) -> nn.Module | None:
@@ -379,23 +391,6 @@ class Transformer(nn.Module):
         return self.positional_scheme.table
 
     # -- helpers -----------------------------------------------------------------------------
-    def _check_tokens(self, name: str, tokens: Tensor, vocab_size: int, offset: int = 0) -> None:
-        check_rank(name, tokens, 2, "(B, T) of token ids")
-        if tokens.dtype != torch.long:
-            raise TypeError(f"{name} must hold token ids as torch.long, got dtype {tokens.dtype}")
-        if tokens.shape[1] == 0:
-            raise ValueError(f"{name} must hold at least one token, got shape {tuple(tokens.shape)}")
-        if offset + tokens.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"{name} has length {tokens.shape[1]}" + (f" after {offset} cached tokens" if offset else "")
-                + f", beyond max_len={self.config.max_len}; build the model with a larger max_len"
-            )
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-            raise ValueError(
-                f"{name} holds token ids outside [0, {vocab_size}), got min {int(tokens.min())} "
-                f"and max {int(tokens.max())}"
-            )
-
     def _check_mask(self, name: str, mask: Tensor, target: tuple[int, ...], what: str) -> None:
         check_bool_mask(name, mask)
         check_broadcast(name, mask.shape, target, what)
@@ -443,7 +438,7 @@ class Transformer(nn.Module):
 
         ``positions`` (B, T_src): the source positions (default: from :meth:`positions`, Chapter 9).
         """
-        self._check_tokens("src", src, self.config.src_vocab_size)
+        check_model_tokens("src", src, self.config.src_vocab_size, self.config.max_len)
         check_bool("return_attention", return_attention)
         B, T = src.shape
         if src_mask is None:
@@ -499,7 +494,7 @@ class Transformer(nn.Module):
                     f"cache must have one entry per decoder layer ({c.n_decoder_layers}), got {cache.n_layers}"
                 )
             offset = cache.length
-        self._check_tokens("tgt", tgt, c.tgt_vocab_size, offset)
+        check_model_tokens("tgt", tgt, c.tgt_vocab_size, c.max_len, offset)
         check_float_tensor("memory", memory, 3, "(B, T_src, d_model)")
         check_finite("memory", memory, "the encoder output must be numbers for the decoder to attend to")
         if memory.dtype != self.tgt_embed.weight.dtype:
@@ -564,7 +559,7 @@ class Transformer(nn.Module):
         check_tensor("tgt", tgt)
         if src.dim() == 2 and tgt.dim() == 2 and src.shape[0] != tgt.shape[0]:
             raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
-        self._check_tokens("src", src, self.config.src_vocab_size)
+        check_model_tokens("src", src, self.config.src_vocab_size, self.config.max_len)
         if src_mask is None:
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, T_src)
         # one set of positions for both halves (they share one random draw in training, Chapter 9)

@@ -198,6 +198,11 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, offset: int = 0) -> Tensor:
         )
     c = cos[offset : offset + T].to(x.dtype)  # (T, d_k/2)
     s = sin[offset : offset + T].to(x.dtype)  # (T, d_k/2)
+    return _rotate_pairs(x, c, s)
+
+
+def _rotate_pairs(x: Tensor, c: Tensor, s: Tensor) -> Tensor:
+    """The rotation of RoPE, for apply_rope (positions offset..) and apply_rope_at (one per token)."""
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d_k/2) each: first and second member of each pair
     out = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)  # (..., T, d_k/2, 2)
     return out.flatten(-2)  # (..., T, d_k), pairs interleaved back as (2i, 2i+1)
@@ -283,12 +288,9 @@ def alibi_bias(n_heads: int, T_q: int, T_k: int | None = None) -> Tensor:
     T_k = T_q if T_k is None else check_positive_int("T_k", T_k)
     if T_q > T_k:
         raise ValueError(f"T_q must be <= T_k (queries are the last T_q key positions), got T_q={T_q}, T_k={T_k}")
-    slopes = alibi_slopes(n_heads)  # (h,)
-    q_pos = torch.arange(T_k - T_q, T_k).unsqueeze(1)  # (T_q, 1)
+    q_pos = torch.arange(T_k - T_q, T_k).unsqueeze(0)  # (1, T_q): the queries are the last T_q positions
     k_pos = torch.arange(T_k).unsqueeze(0)  # (1, T_k)
-    distance = (q_pos - k_pos).abs().float()  # (T_q, T_k)
-    bias = -slopes.view(1, -1, 1, 1) * distance  # (1, h, 1, 1) * (T_q, T_k) -> (1, h, T_q, T_k)
-    return bias + 0.0  # turns -0.0 on the diagonal into 0.0 for tidy printing
+    return alibi_bias_at(alibi_slopes(n_heads), q_pos, k_pos)  # (1, h, T_q, T_k), -m_h |i - j|
 
 
 # ================================================================ Chapter 9: positions per token
@@ -314,8 +316,7 @@ def apply_rope_at(x: Tensor, positions: Tensor, cos: Tensor, sin: Tensor) -> Ten
     _check_positions("positions", positions, cos.shape[0])
     c = cos[positions].unsqueeze(1).to(x.dtype)  # (B, T, d_k/2) -> (B, 1, T, d_k/2)
     s = sin[positions].unsqueeze(1).to(x.dtype)  # (B, 1, T, d_k/2)
-    x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k/2) each
-    return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)  # (B, h, T, d_k)
+    return _rotate_pairs(x, c, s)  # (B, h, T, d_k)
 
 
 def relative_positions(q_pos: Tensor, k_pos: Tensor) -> Tensor:

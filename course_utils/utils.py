@@ -1,5 +1,5 @@
-"""Helpers every chapter uses: seeding (``set_seed``) and comparisons that print the same on any CPU
-(``max_error``, ``agreement``, ``power_of_ten``)."""
+"""Helpers every chapter uses: seeding (``set_seed``), comparisons that print the same on any CPU
+(``max_error``, ``agreement``, ``power_of_ten``) and the size of a model (``count_params``)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,18 @@ def set_seed(seed: int = 0) -> torch.Generator:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
+
+
+def count_params(model: torch.nn.Module) -> int:
+    """Number of distinct trainable parameters of ``model`` (a tied matrix counts once). Chapters 10-12.
+
+    The one count of a built model; ``counting.count_parameters(config)`` is Chapter 5's closed form
+    for a config, which this count checks.
+    """
+    from .validate import check_module
+
+    check_module("model", model)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def max_error(got: float | torch.Tensor, reference: float | torch.Tensor = 0.0) -> float:

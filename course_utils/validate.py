@@ -212,6 +212,21 @@ def check_token_ids(name: str, tokens: object, vocab_size: int | None = None, sh
     return tokens
 
 
+def check_model_tokens(name: str, tokens: object, vocab_size: int, max_len: int | None = None, offset: int = 0,
+                       shape_hint: str = "(B, T) of token ids") -> Tensor:
+    """A model's input ids: :func:`check_token_ids` for ``torch.long`` ids that fit the context ``max_len``
+    after ``offset`` cached tokens (None: no limit). The one check of every model's forward pass."""
+    tokens = check_rank(name, tokens, 2, shape_hint)
+    if tokens.dtype != torch.long:
+        raise TypeError(f"{name} must hold token ids as torch.long, got dtype {tokens.dtype}")
+    if max_len is not None and offset + tokens.shape[1] > max_len:
+        raise ValueError(
+            f"{name} has length {tokens.shape[1]}" + (f" after {offset} cached tokens" if offset else "")
+            + f", beyond max_len={max_len} (the context); build the model with a larger max_len"
+        )
+    return check_token_ids(name, tokens, vocab_size, shape_hint)
+
+
 def check_module(name: str, value: object) -> nn.Module:
     """Raise TypeError unless ``value`` is an ``nn.Module``; return it."""
     if not isinstance(value, nn.Module):

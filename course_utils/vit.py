@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from .model import EncoderBlock
 from .norm import LayerNorm
 from .training import TrainConfig, TrainHistory, train
+from .utils import count_params  # noqa: F401  (re-exported: Chapter 12 imports it from here)
 from .validate import (
     check_bool,
     check_choice,
@@ -141,12 +142,6 @@ def mlp_baseline(hidden: int, depth: int = 2, n_inputs: int = 64, n_classes: int
         width = hidden
     layers.append(nn.Linear(width, n_classes))
     return nn.Sequential(*layers)
-
-
-def count_params(model: nn.Module) -> int:
-    """Number of trainable parameters. Chapter 12."""
-    check_module("model", model)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 MAX_MLP_WIDTH = 4095  # matched_mlp searches hidden widths 1..4095

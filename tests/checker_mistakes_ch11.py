@@ -42,6 +42,8 @@ from test_exercises_ch11 import (
     tile_max_only,
     tiled_loop,
     tiny_charlm,
+    window_right,
+    window_wrong,
 )
 
 from course_utils.exercises import ch11_attention_at_scale as c11
@@ -179,3 +181,10 @@ wrong("11.5", c11.check_linear_attention, "yourself", linear_attention)
 wrong("11.5", c11.check_linear_attention, INPLACE, lambda q, k, v, c: _linear_from_features(F.elu_(q).add_(1), k, v, c))
 wrong("11.5", c11.check_linear_attention, "elu(x) + 1", lambda q, k, v, c: quadratic(q, k, v, c, phi=F.elu))
 wrong("11.5", c11.check_linear_attention, "phi goes on the keys too", _linear_phi_on_queries_only)
+
+
+# ================================================================ 11.6 a rolling cache for a sliding window
+for answer in window_right:
+    right("11.6", c11.check_window_cache, answer)
+for answer, hint in window_wrong:
+    wrong("11.6", c11.check_window_cache, hint, answer)

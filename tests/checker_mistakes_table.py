@@ -1100,6 +1100,33 @@ wrong("8.4", c8.check_trigram_bits, "bigram baseline", t8.bigram_instead)
 wrong("8.4", c8.check_trigram_bits, "add V (not 1)", t8.trigram_plus_one)
 wrong("8.4", c8.check_trigram_bits, "middle character", t8.trigram_middle)
 right("8.4", c8.check_trigram_bits, t8.trigram_textbook)
+right("8.4", c8.check_trigram_bits, t8.trigram_across_split)
+wrong("8.4", c8.check_trigram_bits, "mean probability", t8.trigram_log_of_mean)
+wrong("8.4", c8.check_trigram_bits, "total in bits", t8.trigram_total)
+wrong("8.4", c8.check_trigram_bits, "len(val_ids) - 2 predictions", t8.trigram_per_val_char)
+wrong("8.4", c8.check_trigram_bits, "first character a", t8.trigram_first_axis)
+wrong("8.4", c8.check_trigram_bits, "look up (b, a)", t8.trigram_swapped_lookup)
+wrong("8.4", c8.check_trigram_bits, "count of b alone", t8.trigram_b_count)
+wrong("8.4", c8.check_trigram_bits, "to the pair's count", t8.trigram_pairs_plus_one)
+wrong("8.4", c8.check_trigram_bits, "validation ids as well", t8.trigram_counts_val_too)
+wrong("8.4", c8.check_trigram_bits, "perplexity", t8.trigram_perplexity)
+wrong("8.4", c8.check_trigram_bits, "add-0.5", t8.trigram_half)
+wrong("8.4", c8.check_trigram_bits, "uniform guesses", t8.trigram_first_two_uniform)
+wrong("8.4", c8.check_trigram_bits, "which is the answer", t8.trigram_library)
+right("8.6", t8.check_on_stand_ins, t8.gain_by_copy_losses, "two layers needed")
+right("8.6", t8.check_on_stand_ins, t8.gain_own_cross_entropy, lambda: "two layers needed")
+for gain, hint in t8.GAIN_WRONG:
+    wrong("8.6", t8.check_on_stand_ins, hint, gain, "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "indexed the losses by token",
+      lambda m, t: t8.gain_by_positions(m, t, 1, 0, 1), "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "second copy's first token was counted",
+      lambda m, t: t8.gain_by_positions(m, t, 0, 0, -1), "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "difference of the losses",
+      lambda m, t: __import__("course_utils.induction").induction.copy_losses(m, t)[0]
+      - __import__("course_utils.induction").induction.copy_losses(m, t)[1], "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "not the other way round",
+      lambda m, t: 1 - 1 / (1 - t8.gain_by_copy_losses(m, t)), "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "same number for two different models", lambda m, t: 0.75, "two layers needed")
 wrong("8.4", c8.check_trigram_bits, INPLACE, trigram_inplace)
 
 

@@ -116,7 +116,7 @@ def test_bad_input_messages():
     with pytest.raises(TypeError, match="config must be a GRUConfig"):
         GRUSeq2Seq({"vocab_size": 29})
     model = _model(False)
-    with pytest.raises(ValueError, match="token ids outside"):
+    with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 29\)"):
         model(torch.tensor([[3, 40]]), torch.tensor([[1]]))
     with pytest.raises(TypeError, match="torch.long"):
         model(torch.tensor([[3.0, 4.0]]), torch.tensor([[1]]))

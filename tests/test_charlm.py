@@ -113,3 +113,19 @@ def test_lm_loss_counts_every_position_the_newline_included():
         lm_loss(torch.zeros(2, 5, 7, dtype=torch.long), targets)
     with pytest.raises(ValueError, match="logits"):
         lm_loss(logits[0], targets)
+
+
+def test_consecutive_windows_is_the_one_rule_of_the_validation_windows():
+    from course_utils.charlm import consecutive_windows
+    from course_utils.mlm import val_windows
+
+    idx = consecutive_windows(23, 5)  # (23 - 1) // 5 = 4 windows, each with its next id
+    assert idx.tolist() == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11, 12, 13, 14], [15, 16, 17, 18, 19]]
+    assert consecutive_windows(23, 5, max_windows=2).shape == (2, 5)
+    assert consecutive_windows(23, 5, max_windows=99).shape == (4, 5)
+    ids = torch.arange(100, 123)
+    assert torch.equal(val_windows(ids, 5, 3), ids[:15].reshape(3, 5))  # what mlm.val_windows returned before
+    with pytest.raises(ValueError, match="n_tokens must be"):
+        consecutive_windows(5, 5)
+    with pytest.raises(ValueError, match="max_windows must be a positive int"):
+        consecutive_windows(23, 5, max_windows=0)

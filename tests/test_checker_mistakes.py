@@ -44,8 +44,6 @@ EXEMPT = {
              " tests/test_exercises_ch08.py tries the reference, two other right answers and three named mistakes",
     "8.5": "implement (DecoderOnly assembled):"
              " tests/test_exercises_ch08.py tries the reference, two other right answers and three named mistakes",
-    "8.6": "experiment:"
-             " tests/test_exercises_ch08.py tries the reference, two other right answers and three named mistakes",
     "9.1": "derive:"
              " tests/test_exercises_ch09.py tries the reference, two other right answers and three named mistakes",
     "9.2": "derive:"

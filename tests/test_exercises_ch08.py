@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import stub
 from torch import nn
 
@@ -379,16 +380,108 @@ def trigram_middle(train, val, V):
     return float(-torch.log2(probs[val[:-2], val[2:], val[1:-1]]).mean())
 
 
-def test_trigram_checker_passes_reference():
-    assert check_trigram_bits(trigram_ok).passed
-    assert check_trigram_bits(trigram_textbook).passed
+def _scored(train, val, V, probs):
+    return -torch.log2(probs[val[:-2], val[1:-1], val[2:]])  # (len(val) - 2,) bits per prediction
 
 
-@pytest.mark.parametrize(("fn", "hint"), [
+def _ok_probs(train, V, alpha=1.0):
+    counts = _triples(train, V, alpha)
+    return counts / counts.sum(-1, keepdim=True)
+
+
+def trigram_across_split(train, val, V):
+    """Right, another reading: the split cuts one text, so val[0] and val[1] get train's last two characters."""
+    joined = torch.cat([train[-2:], val])
+    return float(_scored(train, joined, V, _ok_probs(train, V)).mean())
+
+
+def trigram_numpy_number(train, val, V):
+    import numpy as np
+
+    return np.float32(trigram_ok(train, val, V))
+
+
+def trigram_log_of_mean(train, val, V):
+    return float(-torch.log2(_ok_probs(train, V)[val[:-2], val[1:-1], val[2:]].mean()))
+
+
+def trigram_total(train, val, V):
+    return float(_scored(train, val, V, _ok_probs(train, V)).sum())
+
+
+def trigram_per_val_char(train, val, V):
+    return float(_scored(train, val, V, _ok_probs(train, V)).sum() / len(val))
+
+
+def trigram_first_axis(train, val, V):
+    counts = _triples(train, V)
+    return float(_scored(train, val, V, counts / counts.sum(0, keepdim=True)).mean())
+
+
+def trigram_swapped_lookup(train, val, V):
+    probs = _ok_probs(train, V)
+    return float(-torch.log2(probs[val[1:-1], val[:-2], val[2:]]).mean())
+
+
+def trigram_b_count(train, val, V):
+    counts = _triples(train, V, alpha=0.0)
+    single = torch.bincount(train, minlength=V).double()
+    p = (counts[val[:-2], val[1:-1], val[2:]] + 1) / (single[val[1:-1]] + V)
+    return float(-torch.log2(p).mean())
+
+
+def trigram_pairs_plus_one(train, val, V):
+    counts = _triples(train, V, alpha=0.0)
+    pairs = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V)
+    p = (counts[val[:-2], val[1:-1], val[2:]] + 1) / (pairs[val[:-2], val[1:-1]] + 1)
+    return float(-torch.log2(p).mean())
+
+
+def trigram_counts_val_too(train, val, V):
+    return trigram_ok(torch.cat([train, val]), val, V)
+
+
+def trigram_perplexity(train, val, V):
+    return 2 ** trigram_ok(train, val, V)
+
+
+def trigram_half(train, val, V):
+    return float(_scored(train, val, V, _ok_probs(train, V, alpha=0.5)).mean())
+
+
+def trigram_first_two_uniform(train, val, V):
+    bits = _scored(train, val, V, _ok_probs(train, V)).sum() + 2 * math.log2(V)
+    return float(bits / len(val))
+
+
+def trigram_library(train, val, V):
+    from course_utils.exercises.ch08_decoder_only import trigram_bits
+
+    return trigram_bits(train, val, V)
+
+
+TRIGRAM_RIGHT = [trigram_ok, trigram_textbook, trigram_across_split, trigram_numpy_number]
+TRIGRAM_WRONG = [
     (trigram_nats, "nats"), (trigram_joint, "not p(a, b, c)"), (trigram_unsmoothed, "Add one"),
     (trigram_on_val, "training ids only"), (bigram_instead, "bigram baseline"),
     (trigram_plus_one, "add V (not 1)"), (trigram_middle, "middle character"),
-])
+    (trigram_log_of_mean, "mean probability"), (trigram_total, "total in bits"),
+    (trigram_per_val_char, "len(val_ids) - 2 predictions"), (trigram_first_axis, "first character a"),
+    (trigram_swapped_lookup, "look up (b, a)"), (trigram_b_count, "count of b alone"),
+    (trigram_pairs_plus_one, "add V (not 1) to the pair's count"), (trigram_counts_val_too, "validation ids as well"),
+    (lambda train, val, V: trigram_ok(train, train, V), "scored the training ids"),
+    (trigram_perplexity, "perplexity"), (trigram_half, "add-0.5"), (trigram_first_two_uniform, "uniform guesses"),
+    (trigram_library, "which is the answer"),
+]
+
+
+@pytest.mark.parametrize("fn", TRIGRAM_RIGHT)
+def test_trigram_checker_passes_reference(fn):
+    result = check_trigram_bits(fn)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), TRIGRAM_WRONG)
 def test_trigram_checker_names_mistake(fn, hint):
     result = check_trigram_bits(fn)
     assert not result.passed and hint in result.message, result.message
@@ -413,6 +506,14 @@ class CopyOracle(nn.Module):
         return logits
 
 
+def untrained_one_layer():
+    """An untrained one-layer model: no help from the repeat, a gain near 0 (the real runs: tests/test_induction.py)."""
+    from course_utils.induction import AttentionOnly
+
+    torch.manual_seed(0)
+    return AttentionOnly(24, d_model=16, n_heads=2, n_layers=1, max_len=24).eval()
+
+
 @pytest.fixture(scope="module")
 def two_layer():
     return CopyOracle()
@@ -420,11 +521,36 @@ def two_layer():
 
 @pytest.fixture(scope="module")
 def one_layer():
-    """An untrained one-layer model: no help from the repeat, a gain near 0 (the real runs: tests/test_induction.py)."""
-    from course_utils.induction import AttentionOnly
+    return untrained_one_layer()
 
-    torch.manual_seed(0)
-    return AttentionOnly(24, d_model=16, n_heads=2, n_layers=1, max_len=24).eval()
+
+class LookBack(nn.Module):
+    """Stands in for a trained model with losses that vary by position: a bonus ``seen`` for every token seen so
+    far (what one layer learns: "one of the earlier tokens") and a bonus ``copy`` for the token one copy back
+    (an induction head), so every mistaken index range gives its own number."""
+
+    def __init__(self, seen, copy):
+        super().__init__()
+        self.seen, self.copy = seen, copy
+
+    def forward(self, inputs):
+        B, T = inputs.shape  # T = 2 * half - 1
+        half = (T + 1) // 2
+        seen = F.one_hot(inputs, 24).cummax(dim=1).values.float()  # (B, T, V): tokens at positions <= p
+        logits = self.seen * seen
+        repeat = torch.zeros_like(logits)
+        repeat[:, half - 1:].scatter_(2, inputs[:, : T - half + 1, None], 1.0)  # p predicts token p + 1 - half
+        growing = 1 + 0.1 * (torch.arange(T) - half + 1).clamp(min=0)[None, :, None]  # (1, T, 1): surer later
+        return logits + self.copy * growing * repeat
+
+
+def check_on_stand_ins(fn, prediction):
+    """check_induction_layers on two stand-in models (no training), a one-layer-like gain near 0.2 and a
+    two-layer-like one near 0.7: the mistakes table's rows use it."""
+    from course_utils.exercises.ch08_decoder_only import check_induction_layers
+
+    return check_induction_layers(fn, prediction, two_layer_model=LookBack(1.0, 2.0),
+                                  one_layer_model=LookBack(1.5, 0.0))
 
 
 def gain_by_copy_losses(model, tokens):
@@ -470,6 +596,93 @@ def test_induction_experiment_says_when_one_layer_is_enough(two_layer):
     result = check_induction_layers(gain_by_copy_losses, "two layers needed", two_layer_model=two_layer,
                                     one_layer_model=two_layer)
     assert not result.passed and "Was the model really given one layer?" in result.message, result.message
+
+
+def _gain_parts(model, tokens):
+    """(per-position losses (2 half - 1,), per-sequence losses (B, 2 half - 1), half)."""
+    import torch.nn.functional as F
+
+    half = tokens.shape[1] // 2
+    with torch.no_grad():
+        logits = model(tokens[:, :-1])  # (B, 2 half - 1, V)
+    per_sequence = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")
+    return per_sequence.mean(0), per_sequence, half
+
+
+def gain_own_cross_entropy(model, tokens):
+    """Right, another way: the losses from the model's logits with F.cross_entropy, in bits, summed."""
+    loss, _, half = _gain_parts(model, tokens)
+    loss = loss / math.log(2)
+    return (1 - loss[half:].sum() / loss[: half - 1].sum()).item()
+
+
+def gain_mean_of_ratios(model, tokens):
+    _, per_sequence, half = _gain_parts(model, tokens)
+    return float((1 - per_sequence[:, half:].mean(1) / per_sequence[:, : half - 1].mean(1)).mean())
+
+
+def gain_unshifted(model, tokens):
+    import torch.nn.functional as F
+
+    half = tokens.shape[1] // 2
+    with torch.no_grad():
+        logits = model(tokens[:, :-1])
+    loss = F.cross_entropy(logits.transpose(1, 2), tokens[:, :-1], reduction="none").mean(0)
+    return float(1 - loss[half:].mean() / loss[: half - 1].mean())
+
+
+def gain_in_place(model, tokens):
+    tokens[:, 0] = 0
+    return gain_by_copy_losses(model, tokens)
+
+
+def gain_whole_sequence(model, tokens):
+    loss, _, half = _gain_parts(model, tokens)
+    return float(1 - loss[half:].mean() / loss.mean())
+
+
+def gain_two_losses(model, tokens):
+    from course_utils.induction import copy_losses
+
+    return copy_losses(model, tokens)
+
+
+GAIN_RIGHT = [gain_by_copy_losses, gain_own_cross_entropy,
+              lambda m, t: gain_by_positions(m, t, 0, 0, 0)]
+GAIN_WRONG = [
+    (lambda m, t: 1 - gain_by_copy_losses(m, t), "second / first"),
+    (lambda m, t: -gain_by_copy_losses(m, t), "sign is flipped"),
+    (lambda m, t: 100 * gain_by_copy_losses(m, t), "in percent"),
+    (lambda m, t: gain_by_positions(m, t, 0, 0, 1), "skipped two predictions"),
+    (lambda m, t: gain_by_positions(m, t, 1, -1, 0), "dropped loss[0]"),
+    (lambda m, t: gain_by_positions(m, t, 0, 1, 0), "kept one prediction of the second copy"),
+    (gain_mean_of_ratios, "averaged 1 - second / first over the sequences"),
+    (gain_unshifted, "its own token"),
+    (gain_whole_sequence, "whole sequence"),
+    (gain_two_losses, "two numbers"),
+    (gain_in_place, "in place"),
+]
+
+
+def test_look_back_stand_ins_give_gains_in_the_ranges():
+    from course_utils.exercises.ch08_decoder_only import ONE_LAYER_GAIN, TWO_LAYER_GAIN, reference_copy_gain
+    from course_utils.induction import repeated_sequences
+
+    tokens = repeated_sequences(64, 12, 24, torch.Generator().manual_seed(3))
+    assert ONE_LAYER_GAIN.low < reference_copy_gain(LookBack(1.5, 0.0), tokens) < ONE_LAYER_GAIN.high
+    assert TWO_LAYER_GAIN.low < reference_copy_gain(LookBack(1.0, 2.0), tokens) < TWO_LAYER_GAIN.high
+
+
+@pytest.mark.parametrize("fn", GAIN_RIGHT)
+def test_induction_experiment_accepts_other_measurements(fn):
+    result = check_on_stand_ins(fn, "two layers needed")
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), GAIN_WRONG)
+def test_induction_experiment_names_more_mistakes(fn, hint):
+    result = check_on_stand_ins(fn, "two layers needed")
+    assert not result.passed and hint in result.message, result.message
 
 
 @pytest.mark.parametrize(("fn", "hint"), [

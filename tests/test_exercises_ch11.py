@@ -17,7 +17,9 @@ from course_utils.exercises.ch11_attention_at_scale import (
     check_online_softmax,
     check_pool_heads,
     check_tiling_experiment,
+    check_window_cache,
     reference_pool_heads,
+    window_reference,
 )
 from course_utils.flash import linear_attention, online_softmax_update, plain_attention
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
@@ -42,6 +44,7 @@ def _stub(*args, **kwargs):
     (check_online_softmax, (_stub,)), (check_tiling_experiment, (lambda: "faster", _stub, _stub)),
     (check_pool_heads, (_stub,)), (check_mqa_uptraining, (lambda: "further", _stub)),
     (check_linear_attention, (_stub,)), (check_tiling_experiment, (_stub, _stub, _stub)),
+    (check_window_cache, (_stub,)),
 ])
 def test_stub_is_not_implemented_yet(check, args):
     result = check(*args)
@@ -514,3 +517,116 @@ def test_linear_right_answers():
 ])
 def test_linear_mistakes(wrong, words):
     _fails_with(check_linear_attention(wrong), *words)
+
+
+# ----- 11.6 -----------------------------------------------------------------------------------
+class RingCache:
+    """Right: a ring of window slots, token t in slot t % window, the slots not yet written masked."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v, slot=None, mask=True, scale=True, attend_first=False,
+                 wrap_count=False):
+        self.window, self.seen, self.wrap_count = window, 0, wrap_count
+        self.keys = torch.zeros(batch, n_heads, window, d_k)
+        self.values = torch.zeros(batch, n_heads, window, d_v)
+        self.slot = slot or (lambda t, w: t % w)
+        self.mask, self.scale, self.attend_first = mask, scale, attend_first
+
+    def _attend(self, q, held):
+        scores = (self.keys @ q[..., None]).squeeze(-1) / (q.shape[-1] ** 0.5 if self.scale else 1.0)
+        if self.mask == "written":  # a slot is held once a key was written into it (random keys are never 0)
+            scores = scores.masked_fill(self.keys.abs().sum(-1) == 0, float("-inf"))
+        elif self.mask == "up to the slot":  # slots 0..slot: right until the ring wraps around
+            scores = scores.masked_fill(~(torch.arange(self.window) <= (self.seen - 1) % self.window), float("-inf"))
+        elif self.mask:
+            scores = scores.masked_fill(~(torch.arange(self.window) < held), float("-inf"))
+        return (scores.softmax(-1)[..., None, :] @ self.values).squeeze(-2)
+
+    def step(self, q, k, v):
+        out = self._attend(q, min(self.seen, self.window)) if self.attend_first else None
+        slot = self.slot(self.seen, self.window)
+        self.keys[:, :, slot] = k
+        self.values[:, :, slot] = v
+        self.seen = (self.seen + 1) % self.window if self.wrap_count else self.seen + 1
+        return out if self.attend_first else self._attend(q, self.seen)
+
+
+def ring_variant(**mistake):
+    """A RingCache class with one mistake switched on."""
+    return lambda window, batch, n_heads, d_k, d_v: RingCache(window, batch, n_heads, d_k, d_v, **mistake)
+
+
+class ShiftCache:
+    """Right, another way: append, then drop the oldest (at most window rows), attention by F.sdpa."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v, keep=None):
+        self.keep = window if keep is None else keep
+        self.keys = torch.zeros(batch, n_heads, 0, d_k)
+        self.values = torch.zeros(batch, n_heads, 0, d_v)
+
+    def step(self, q, k, v):
+        self.keys = torch.cat([self.keys, k[:, :, None]], dim=2)[:, :, -self.keep:] if self.keep else torch.cat(
+            [self.keys, k[:, :, None]], dim=2)
+        self.values = torch.cat([self.values, v[:, :, None]], dim=2)[:, :, -self.keep:] if self.keep else torch.cat(
+            [self.values, v[:, :, None]], dim=2)
+        return F.scaled_dot_product_attention(q[:, :, None], self.keys, self.values)[:, :, 0]
+
+
+class RingScaledInPlace(RingCache):
+    """Scales the caller's query in place."""
+
+    def step(self, q, k, v):
+        q /= q.shape[-1] ** 0.5
+        self.scale = False
+        return super().step(q, k, v)
+
+
+class RingSoftmaxOverHeads(RingCache):
+    """The softmax over the heads (dim 1), not the slots."""
+
+    def _attend(self, q, held):
+        scores = (self.keys @ q[..., None]).squeeze(-1) / q.shape[-1] ** 0.5
+        scores = scores.masked_fill(~(torch.arange(self.window) < held), -1e9)
+        return (scores.softmax(1)[..., None, :] @ self.values).squeeze(-2)
+
+
+window_right = [
+    RingCache,
+    lambda w, b, h, dk, dv: ShiftCache(w, b, h, dk, dv),
+    ring_variant(slot=lambda t, w: (t + 1) % w, mask="written"),  # another ring, masked by what was written
+]
+window_wrong = [
+    (ring_variant(mask=False), "slots that hold no token yet"),
+    (ring_variant(scale=False), "1/sqrt(d_k)"),
+    (ring_variant(attend_first=True), "but not itself"),
+    (ring_variant(slot=lambda t, w: min(t, w - 1)), "overwrite the oldest entry"),
+    (ring_variant(slot=lambda t, w: 0), "advance your count"),
+    (ring_variant(slot=lambda t, w: (t + 1) % w), "slots you wrote"),  # ring from slot 1, mask from slot 0
+    (lambda w, b, h, dk, dv: ShiftCache(w, b, h, dk, dv, keep=0), "stop growing"),
+    (lambda w, b, h, dk, dv: RingCache(w + 1, b, h, dk, dv), "counts the token itself"),
+    (lambda w, b, h, dk, dv: RingCache(max(w - 1, 1), b, h, dk, dv), "the token itself and the"),
+    (lambda w, b, h, dk, dv: RingCache(4, b, h, dk, dv), "not a fixed number"),
+    (RingScaledInPlace, "in place"),
+    (ring_variant(wrap_count=True), "wrap around to 0"),
+    (ring_variant(mask="up to the slot"), "until the buffer wraps around"),
+    (RingSoftmaxOverHeads, "sum to 1 over the slots"),
+]
+
+
+@pytest.mark.parametrize("right", window_right)
+def test_window_cache_right_answers(right):
+    result = check_window_cache(right)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("wrong,words", window_wrong)
+def test_window_cache_mistakes(wrong, words):
+    _fails_with(check_window_cache(wrong), words)
+
+
+def test_window_cache_stub_and_reference():
+    assert check_window_cache(_stub).not_implemented
+    q, k, v = (torch.randn(2, 3, 9, 4) for _ in range(3))
+    from course_utils.sliding_window import sliding_window_mask
+
+    scores = (q @ k.transpose(-2, -1) / 2).masked_fill(~sliding_window_mask(9, 3), float("-inf"))
+    torch.testing.assert_close(window_reference(q, k, v, 3), scores.softmax(-1) @ v)

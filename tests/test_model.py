@@ -215,7 +215,7 @@ def test_input_validation(model):
         model(src.float(), tgt)
     with pytest.raises(ValueError, match="tgt has length 40, beyond max_len=32"):
         model(src, tokens(2, 40, 13))
-    with pytest.raises(ValueError, match=r"tgt holds token ids outside \[0, 13\), got min 1 and max 13"):
+    with pytest.raises(ValueError, match=r"tgt must hold token ids in \[0, 13\), got min 1 and max 13"):
         model(src, torch.tensor([[1, 13, 2, 3, 4], [5, 6, 7, 8, 9]]))
     with pytest.raises(ValueError, match="same batch size, got 2 and 1"):
         model(src, tgt[:1])

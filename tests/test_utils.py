@@ -60,3 +60,20 @@ def test_power_of_ten_writes_tolerances_as_people_do() -> None:
     assert power_of_ten(3e-4) == "0.0003"
     with pytest.raises(ValueError, match="x must be a positive number"):
         power_of_ten(0.0)
+
+
+def test_count_params_counts_a_tied_matrix_once_and_skips_frozen_ones():
+    from torch import nn
+
+    from course_utils.utils import count_params
+    from course_utils.vit import count_params as vit_count_params
+
+    assert vit_count_params is count_params  # Chapter 12 imports it from course_utils.vit
+    model = nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 5, bias=False))
+    assert count_params(model) == 15 + 15
+    model[1].weight = model[0].weight  # tied: (5, 3) used twice, counted once
+    assert count_params(model) == 15
+    model[0].weight.requires_grad_(False)
+    assert count_params(model) == 0
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        count_params([1, 2])

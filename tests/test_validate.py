@@ -150,3 +150,20 @@ def test_check_seed_takes_non_negative_ints_only() -> None:
     for bad, error in ((-1, ValueError), (True, TypeError), (1.0, TypeError), ("0", TypeError), (None, TypeError)):
         with pytest.raises(error, match="seed must be a non-negative int"):
             check_seed("seed", bad)
+
+
+def test_check_model_tokens_is_every_models_input_check() -> None:
+    from course_utils.validate import check_model_tokens
+
+    ok = torch.tensor([[1, 2, 3]])
+    assert check_model_tokens("src", ok, 5, max_len=3) is ok
+    with pytest.raises(TypeError, match="src must hold token ids as torch.long, got dtype torch.int32"):
+        check_model_tokens("src", ok.int(), 5)
+    with pytest.raises(ValueError, match="tgt has length 3 after 1 cached tokens, beyond max_len=3"):
+        check_model_tokens("tgt", ok, 5, max_len=3, offset=1)
+    with pytest.raises(ValueError, match=r"src must hold token ids in \[0, 3\), got min 1 and max 3"):
+        check_model_tokens("src", ok, 3)
+    with pytest.raises(ValueError, match="src must hold at least one token"):
+        check_model_tokens("src", ok[:, :0], 5, max_len=3)
+    with pytest.raises(ValueError, match="src must have 2 dimensions"):
+        check_model_tokens("src", ok[0], 5)

@@ -15,7 +15,16 @@ import torch
 from torch import Tensor
 
 from ..positional import alibi_slopes, apply_rope, rope_tables, shift_rotation, sinusoidal_encoding
-from .core import CheckFailed, as_number, call_student, checker, expect_close, expect_tensor, fmt_number
+from .core import (
+    CheckFailed,
+    as_number,
+    call_student,
+    checker,
+    expect_close,
+    expect_tensor,
+    fail_on_mistake,
+    fmt_number,
+)
 from .core import as_int as _as_int
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
@@ -389,9 +398,9 @@ def check_position_from_row(fn: Callable[[Tensor], Any]) -> str:
         got = as_number(answer, f"my_position_from_row(PE[{p:g}])")
         if abs(got - p) <= 0.01:
             continue
-        for hint, wrong in _position_mistakes(row).items():
-            if abs(got - wrong) <= 1e-6 and abs(wrong - p) > 0.01:
-                raise CheckFailed(f"my_position_from_row(PE[{p:g}]) returned {fmt_number(got)}. {hint}")
+        mistakes = {hint: wrong for hint, wrong in _position_mistakes(row).items() if abs(wrong - p) > 0.01}
+        fail_on_mistake(got, mistakes, lambda g, w: abs(g - w) <= 1e-6,
+                        f"my_position_from_row(PE[{p:g}]) returned {fmt_number(got)}. ")
         raise CheckFailed(f"my_position_from_row(PE[{p:g}]) returned {fmt_number(got)}, expected {p:g} "
                           "(within 0.01). Read each pair as a clock hand: its angle is atan2(sin, cos) in [0, 2 pi), "
                           "divided by the pair's frequency.")

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ..masks import causal_mask, combine_masks, padding_mask
-from .core import CheckFailed, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 _CONVENTION = "The course's convention is a boolean keep-mask: True = attend, False = masked."
@@ -33,9 +33,7 @@ def _expect_equal_mask(got: Tensor, want: Tensor, what: str, mistakes: dict[str,
     """Compare two boolean masks of the same shape; name a known mistake when one matches."""
     if torch.equal(got, want):
         return
-    for hint, wrong in mistakes.items():
-        if wrong.shape == got.shape and torch.equal(got, wrong):
-            raise CheckFailed(f"{what} is not right. {hint}")
+    fail_on_mistake(got, mistakes, lambda g, w: w.shape == g.shape and torch.equal(g, w), f"{what} is not right. ")
     where = tuple(int(i) for i in torch.nonzero(got != want)[0])
     raise CheckFailed(
         f"{what} differs from the reference at index {where} (got {bool(got[where])}, "

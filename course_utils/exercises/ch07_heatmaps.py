@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ..analysis import alignment_score, attention_entropy, copy_targets, reversal_targets
-from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor
+from .core import CheckFailed, as_int, call_student, checker, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
 __all__ = [
@@ -192,9 +192,7 @@ def check_strongest_head(fn: Callable[[Tensor], Any]) -> str:
     wrong = [(s, pair) for s, pair in answers if pair != divmod(int(s.argmax()), s.shape[1])]
     if not wrong:
         return "It returns (layer, head) of the largest score."
-    for hint, mistake in mistakes.items():
-        if all(pair == tuple(mistake(s)) for s, pair in answers):
-            raise CheckFailed(hint)
+    fail_on_mistake(answers, mistakes, lambda got, mistake: all(pair == tuple(mistake(s)) for s, pair in got))
     scores, pair = wrong[0]
     raise CheckFailed(f"for scores of shape {tuple(scores.shape)} the strongest head is (layer, head) = "
                       f"{divmod(int(scores.argmax()), scores.shape[1])}, got {pair}.")

@@ -16,7 +16,7 @@ from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..masks import causal_mask
 from ..model import EncoderBlock
 from ..sampling import top_k_filter, top_p_filter
-from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected
 
 
@@ -270,23 +270,101 @@ def _trigram_variant(train: Tensor, val: Tensor, V: int, kind: str) -> float:
     triple = (train[:-2] * V + train[1:-1]) * V + train[2:]
     counts = torch.bincount(triple, minlength=V**3).double().view(V * V, V)  # (V*V, V): row = (a, b)
     a_b, c = pair(val)[:-1], val[2:]
+    probs = (counts + 1) / (counts.sum(dim=1, keepdim=True) + V)  # (V*V, V): the reference p(c | a, b)
+    bits = -probs[a_b, c].log2()  # (len(val) - 2,): one prediction per validation triple
     if kind == "context_from_pairs":  # textbook add-one: the context count is the pair count over the text
         context = torch.bincount(pair(train), minlength=V * V).double()  # (V*V,)
         p = (counts[a_b, c] + 1) / (context[a_b] + V)
+    elif kind == "across_the_split":  # the two characters before val[0] are the last two of train (one text)
+        joined = torch.cat([train[-2:], val])
+        return float(-probs[pair(joined)[:-1], joined[2:]].log2().mean())
     elif kind == "plus_one_denominator":  # (count + 1) / (context + 1): probabilities do not sum to 1
         p = (counts[a_b, c] + 1) / (counts.sum(dim=1)[a_b] + 1)
+    elif kind == "pairs_plus_one":  # the textbook's pair count, but + 1 instead of + V
+        context = torch.bincount(pair(train), minlength=V * V).double()
+        p = (counts[a_b, c] + 1) / (context[a_b] + 1)
     elif kind == "middle":  # predicts the middle character b from a and c
         outer = torch.bincount((train[:-2] * V + train[2:]) * V + train[1:-1], minlength=V**3).double().view(V * V, V)
         outer = outer + 1
         p = (outer / outer.sum(dim=1, keepdim=True))[val[:-2] * V + val[2:], val[1:-1]]
+    elif kind == "first":  # normalised over the first character a: p(a | b, c)
+        cube = counts.view(V, V, V) + 1
+        p = (cube / cube.sum(dim=0, keepdim=True))[val[:-2], val[1:-1], val[2:]]
+    elif kind == "swapped_context":  # counted as (a, b) but looked up as (b, a)
+        p = probs.view(V, V, V)[val[1:-1], val[:-2], val[2:]]
+    elif kind == "last_char_context":  # the context count is the count of b alone
+        single = torch.bincount(train, minlength=V).double()
+        p = (counts[a_b, c] + 1) / (single[val[1:-1]] + V)
+    elif kind == "context_from_val":  # the context counts taken from the validation ids
+        val_counts = torch.bincount((val[:-2] * V + val[1:-1]) * V + val[2:], minlength=V**3).double().view(V * V, V)
+        p = (counts[a_b, c] + 1) / (val_counts.sum(dim=1)[a_b] + V)
+    elif kind == "log_of_mean":
+        return float(-probs[a_b, c].mean().log2())
+    elif kind == "sum":
+        return float(bits.sum())
+    elif kind == "per_character":  # the sum divided by len(val), not by the len(val) - 2 predictions
+        return float(bits.sum() / len(val))
+    elif kind == "first_two_uniform":  # the first two validation characters scored as uniform guesses
+        return float((bits.sum() + 2 * math.log2(V)) / len(val))
     else:
         raise ValueError(f"kind must be a known variant, got {kind!r}")
     return float(-p.log2().mean())
 
 
+def _trigram_mistakes(train: Tensor, val: Tensor, V: int) -> dict[str, float]:
+    """{hint: what that mistake returns} for Exercise 8.4, on one corpus."""
+    want = trigram_bits(train, val, V)
+    variant = lambda kind: _trigram_variant(train, val, V, kind)  # noqa: E731
+    mistakes = {
+        "That is in nats: use log base 2 for bits (divide by ln 2).": trigram_bits(train, val, V, nats=True),
+        "Add one to every count (add-one smoothing): a triple never seen in training would get probability 0.":
+            trigram_bits(train, val, V, alpha=0.0),
+        "Normalise over the next character for each pair of previous characters: p(c | a, b), not p(a, b, c).":
+            trigram_bits(train, val, V, joint=True),
+        "Count the triples in the training ids only and score the validation ids with them.":
+            trigram_bits(val, val, V),
+        "You scored the training ids: count on train_ids, then average over the validation ids.":
+            trigram_bits(train, train, V),
+        "You counted the validation ids as well: count on train_ids only, or the score is no longer on unseen "
+        "text.": trigram_bits(torch.cat([train, val]), val, V),
+        "That is the bigram baseline: condition on the two previous characters.":
+            ngram_bits_per_char(train, val, 2, V, alpha=1.0),
+        "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
+        "add V (not 1) to the context's count.": variant("plus_one_denominator"),
+        "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
+        "add V (not 1) to the pair's count.": variant("pairs_plus_one"),
+        "You predict the middle character from its two neighbours: the context is the two characters BEFORE "
+        "the predicted one, p(ids[t] | ids[t-2], ids[t-1]).": variant("middle"),
+        "Your probabilities sum to 1 over the first character a (p(a | b, c)): normalise over the last axis, the "
+        "next character c.": variant("first"),
+        "You count (a, b) but look up (b, a) when scoring: index the counts in the same order both times.":
+            variant("swapped_context"),
+        "The context count is the count of b alone: the context is the pair (a, b), so divide by how often the "
+        "pair starts a training triple (plus V).": variant("last_char_context"),
+        "The context counts come from the validation ids: count everything on train_ids.":
+            variant("context_from_val"),
+        "That is -log2 of the mean probability: average the bits, -log2 p, over the predictions instead.":
+            variant("log_of_mean"),
+        "That is the total in bits: divide by the number of predictions to get bits per character.":
+            variant("sum"),
+        "You divided by len(val_ids): there are len(val_ids) - 2 predictions p(c | a, b), one per validation "
+        "triple.": variant("per_character"),
+        "You scored the first two validation characters as uniform guesses: they have no two characters before "
+        "them in val_ids, so average over the len(val_ids) - 2 triples only.": variant("first_two_uniform"),
+        "That is the perplexity, 2 ** bits: return the bits per character themselves.": 2.0**want,
+    }
+    for alpha in (0.5, 0.1, 0.01, 2.0):
+        mistakes[f"That is add-{alpha:g} smoothing: the exercise adds one to every count."] = trigram_bits(
+            train, val, V, alpha=alpha)
+    return mistakes
+
+
 @checker("8.4", "the trigram baseline in bits per character")
 def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
     """Check ``fn(train_ids, val_ids, vocab_size)``: validation bits/char of add-one trigram counts from train_ids."""
+    from .core import as_number, refuse_library
+
+    refuse_library(fn, (trigram_bits, ngram_bits_per_char), "count the triples yourself.")
     g = torch.Generator().manual_seed(0)
     for V, n_train, n_val in ((5, 600, 100), (8, 3000, 300), (3, 60, 40)):
         # a chain whose next token depends on the two before, so a trigram beats a bigram
@@ -297,39 +375,31 @@ def check_trigram_bits(fn: Callable[[Tensor, Tensor, int], float]) -> None:
             ids.append(int(table[ids[-2], ids[-1]]) if r < 0.7 else int(torch.randint(0, V, (1,), generator=g)))
         data = torch.tensor(ids)
         train, val = data[:n_train], data[n_train:]
-        got = call_student(fn, train.clone(), val.clone(), V, what="your trigram_bits_per_char")
-        if isinstance(got, Tensor):
-            got = got.item() if got.numel() == 1 else got
-        if not isinstance(got, (int, float)):
-            raise CheckFailed(f"return one number (bits per character), got {type(got).__name__}.")
+        got = as_number(call_student(fn, train.clone(), val.clone(), V, what="your trigram_bits_per_char"),
+                        "my_trigram_bits(train_ids, val_ids, vocab_size)")
         want = trigram_bits(train, val, V)
-        if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
+        # correct readings the text leaves open: the textbook's context count (the pair's count over the
+        # training text, one more than the sum over c where the pair ends the text), and scoring val_ids[0]
+        # and val_ids[1] with the last two training characters before them (the split cuts one text)
+        if any(math.isclose(got, value, rel_tol=1e-6, abs_tol=1e-9) for value in (
+                want, _trigram_variant(train, val, V, "context_from_pairs"),
+                _trigram_variant(train, val, V, "across_the_split"))):
             continue
-        # the textbook reading (context count = the pair's count over the training text, one more than the sum
-        # over c where the pair ends the text) is a correct add-one model too
-        if math.isclose(got, _trigram_variant(train, val, V, "context_from_pairs"), rel_tol=1e-6, abs_tol=1e-9):
-            continue
-        wrong = {
-            "That is in nats: use log base 2 for bits (divide by ln 2).": trigram_bits(train, val, V, nats=True),
-            "Add one to every count (add-one smoothing): a triple never seen in training would get probability 0.":
-                trigram_bits(train, val, V, alpha=0.0),
-            "Normalise over the next character for each pair of previous characters: p(c | a, b), not p(a, b, c).":
-                trigram_bits(train, val, V, joint=True),
-            "Count the triples in the training ids only and score the validation ids with them.":
-                trigram_bits(val, val, V),
-            "That is the bigram baseline: condition on the two previous characters.":
-                ngram_bits_per_char(train, val, 2, V, alpha=1.0),
-            "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
-            "add V (not 1) to the context's count.": _trigram_variant(train, val, V, "plus_one_denominator"),
-            "You predict the middle character from its two neighbours: the context is the two characters BEFORE "
-            "the predicted one, p(ids[t] | ids[t-2], ids[t-1]).": _trigram_variant(train, val, V, "middle"),
-        }
-        for hint, value in wrong.items():
-            if math.isfinite(value) and math.isclose(got, value, rel_tol=1e-6, abs_tol=1e-9):
-                raise CheckFailed(hint)
+        fail_on_mistake(got, _trigram_mistakes(train, val, V),
+                        lambda a, b: math.isfinite(b) and math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9))
         if not math.isfinite(got):
             raise CheckFailed("the result is infinite: a validation triple had probability 0. Add one to every count.")
-        raise CheckFailed(f"expected {want:.4f} bits per character on a test corpus, got {got:.4f}.")
+        if got < 0:
+            raise CheckFailed(f"your bits per character are negative ({got:.4f}): some probability is above 1, so a "
+                              "denominator is too small. Divide count(a, b, c) + 1 by count(a, b) + V.")
+        if got > math.log2(V) + 1e-9:
+            raise CheckFailed(f"your {got:.4f} bits per character are worse than a uniform guess over the {V} "
+                              f"characters ({math.log2(V):.4f} bits): the counts and the scored text do not line up "
+                              "(check which ids you count and which you score, and the order of a, b, c).")
+        raise CheckFailed(f"expected {want:.4f} bits per character on a test corpus of {V} characters, got "
+                          f"{got:.4f}, and none of the usual slips gives your number: p(c | a, b) is "
+                          "(count(a, b, c) + 1) / (count(a, b) + V), counted on train_ids, averaged as -log2 p over "
+                          "the validation triples.")
 
 
 # ----------------------------------------------------------------- 8.5 assemble the decoder-only model
@@ -460,6 +530,52 @@ TWO_LAYER_GAIN = Expected(
 )
 
 
+@torch.no_grad()
+def _copy_gain_mistakes(model: nn.Module, tokens: Tensor) -> dict[str, float]:
+    """{hint: what that mistake returns} for Exercise 8.6 on one model."""
+    import torch.nn.functional as F
+
+    from ..induction import copy_losses, per_position_loss
+
+    first, second = copy_losses(model, tokens)
+    half = tokens.shape[1] // 2
+    loss = per_position_loss(model, tokens)  # (2 half - 1,): loss[p] predicts token p + 1
+    was_training = model.training
+    model.eval()
+    logits = model(tokens[:, :-1]).transpose(1, 2)  # (B, V, 2 half - 1)
+    model.train(was_training)
+    per_sequence = F.cross_entropy(logits, tokens[:, 1:], reduction="none")  # (B, 2 half - 1)
+    unshifted = F.cross_entropy(logits, tokens[:, :-1], reduction="none").mean(0)  # (2 half - 1,): own token
+    gain = 1 - second / first
+    return {
+        "You indexed the losses by token, not by the position that predicts it: loss[p] is the prediction "
+        "of token p + 1, so the first copy's tokens 1..half-1 are loss[:half - 1] and the second copy's "
+        "loss[half:].": 1 - float(loss[half + 1:].mean()) / float(loss[1:half].mean()),
+        "The second copy's first token was counted: it follows nothing repeated yet, so skip it "
+        "(loss[half:], not loss[half - 1:]).": 1 - float(loss[half - 1:].mean()) / first,
+        "The first copy's first prediction is of its second token already: use loss[:half - 1] "
+        "(you kept one prediction of the second copy).": 1 - second / float(loss[:half].mean()),
+        "You skipped two predictions at the start of the second copy: loss[half] predicts its second token "
+        "(half + 1), the first one worth counting, so take loss[half:].": 1 - float(loss[half + 1:].mean()) / first,
+        "You dropped loss[0] from the first copy: it is the prediction of token 1, the first copy's second token, "
+        "so the first copy is loss[:half - 1].": 1 - second / float(loss[1:half - 1].mean()),
+        "You compared the second copy with the mean loss over the whole sequence: divide by the first copy's "
+        "loss, loss[:half - 1].": 1 - second / float(loss.mean()),
+        "You averaged 1 - second / first over the sequences: the gain is one ratio of the two mean losses, "
+        "1 - (mean second) / (mean first).": float((1 - per_sequence[:, half:].mean(1)
+                                                   / per_sequence[:, : half - 1].mean(1)).mean()),
+        "Your losses score each position against its own token: the logits at position p predict token p + 1 "
+        "(compare with tokens[:, 1:]).": 1 - float(unshifted[half:].mean()) / float(unshifted[: half - 1].mean()),
+        "That is second / first; the gain is 1 - second / first (0: no help from the repeat, 1: perfect).":
+            second / first,
+        "The sign is flipped: that is second / first - 1; the gain is 1 - second / first.": -gain,
+        "That is the gain in percent: return the fraction, 1 - second / first (between 0 and 1).": 100 * gain,
+        "That is the difference of the losses in nats; divide by the first copy's loss.": first - second,
+        "Compare the second copy with the first, not the other way round: 1 - second / first.":
+            1 - first / second if second else math.inf,
+    }
+
+
 @checker("8.6", "one layer or two for induction")
 def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: Any,
                            two_layer_model: nn.Module | None = None, one_layer_model: nn.Module | None = None) -> str:
@@ -477,40 +593,26 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     for n_layers in (1, 2):
         given = two_layer_model if n_layers == 2 else one_layer_model
         models[n_layers] = given if given is not None else reference_attention_only(n_layers)[0]
-    gots = {n: as_number(call_student(fn, model, tokens.clone(), what="your copy_gain"), "copy_gain(model, tokens)")
-            for n, model in models.items()}
+    gots = {}
+    for n, model in models.items():
+        got = call_student(fn, model, tokens.clone(), what="your copy_gain")
+        if isinstance(got, (tuple, list)) and len(got) == 2:
+            raise CheckFailed("Your copy_gain returned two numbers (the two copies' losses?): return the one gain, "
+                              "1 - second / first.")
+        gots[n] = as_number(got, "copy_gain(model, tokens)")
     wants = {n: reference_copy_gain(model, tokens) for n, model in models.items()}
     if abs(gots[1] - gots[2]) <= 1e-9 and abs(wants[1] - wants[2]) > 1e-3:
         raise CheckFailed("Your copy_gain returned the same number for two different models: it must measure "
                           "the model and tokens it is given, not return a fixed value.")
     gains = {}
-    for n_layers, model in models.items():
-        got, want = gots[n_layers], wants[n_layers]
+    for n_layers in (2, 1):  # a mistake is told apart best on the model that learnt the repeat
+        model, got, want = models[n_layers], gots[n_layers], wants[n_layers]
         if abs(got - want) > 1e-4:
-            from ..induction import copy_losses, per_position_loss
-
-            first, second = copy_losses(model, tokens)
-            half = tokens.shape[1] // 2
-            loss = per_position_loss(model, tokens)  # (2 half - 1,): loss[p] predicts token p + 1
-            wrong = {
-                "You indexed the losses by token, not by the position that predicts it: loss[p] is the prediction "
-                "of token p + 1, so the first copy's tokens 1..half-1 are loss[:half - 1] and the second copy's "
-                "loss[half:].": 1 - float(loss[half + 1:].mean()) / float(loss[1:half].mean()),
-                "The second copy's first token was counted: it follows nothing repeated yet, so skip it "
-                "(loss[half:], not loss[half - 1:]).": 1 - float(loss[half - 1:].mean()) / first,
-                "The first copy's first prediction is of its second token already: use loss[:half - 1] "
-                "(you kept one prediction of the second copy).": 1 - second / float(loss[:half].mean()),
-                "That is second / first; the gain is 1 - second / first (0: no help from the repeat, 1: perfect).":
-                    second / first,
-                "That is the difference of the losses in nats; divide by the first copy's loss.": first - second,
-                "Compare the second copy with the first, not the other way round: 1 - second / first.":
-                    1 - first / second,
-            }
-            for hint, value in wrong.items():
-                if abs(got - value) <= 1e-4:
-                    raise CheckFailed(hint)
-            raise CheckFailed(f"on the {n_layers}-layer model your gain is {got:.3f}, expected {want:.3f}: average the "
-                              "next-token loss over the predictions inside each copy (skip each copy's first token).")
+            fail_on_mistake(got, _copy_gain_mistakes(model, tokens), lambda a, b: abs(a - b) <= 1e-4)
+            raise CheckFailed(f"on the {n_layers}-layer model your gain is {got:.3f}, expected {want:.3f}, and none of "
+                              "the usual slips gives your number: average the next-token loss over the predictions "
+                              "inside each copy (loss[p] predicts token p + 1; skip each copy's first token), then "
+                              "return 1 - second / first.")
         gains[n_layers] = got
     learnt = TWO_LAYER_GAIN.low
     outcome = ("neither learns it" if gains[2] < learnt else

@@ -14,19 +14,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .core import CheckFailed, call_student, checker, describe, expect_tensor
+from .core import CheckFailed, call_student, checker, describe, expect_tensor, fail_on_mistake
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
 __all__ = [
     "check_alibi_copy_weight", "check_learned_randomized", "check_random_positions", "check_test_positions",
     "check_unseen_offsets",
 ]
-
-
-def end_positions(lengths: Tensor, T: int) -> Tensor:
-    """Reference for 9.1: (B, T) with L-1-j for real tokens j < L and 0 for padding."""
-    j = torch.arange(T).unsqueeze(0)  # (1, T)
-    return (lengths.unsqueeze(1) - 1 - j).clamp(min=0)  # (B, T)
 
 
 def _expect_integer(got: Tensor, what: str) -> None:
@@ -83,9 +77,7 @@ def check_unseen_offsets(fn: Callable[[Any, int, bool], Any]) -> str:
             "Only the output steps that copy a letter count (t < L); the step that emits EOS copies nothing.":
                 _with_eos_step(lengths, L, from_end),
         }
-        for hint, wrong in mistakes.items():
-            if got_list == wrong and wrong != want:
-                raise CheckFailed(hint)
+        fail_on_mistake(got_list, {hint: wrong for hint, wrong in mistakes.items() if wrong != want})
         raise CheckFailed(f"for lengths {list(lengths)}, L = {L}, from_end={from_end}: expected {want}, "
                           f"got {got_list}.")
     return ("Counted from the start, a 20-letter string needs copy offsets up to +-19 and training showed only "
@@ -123,9 +115,8 @@ def check_alibi_copy_weight(fn: Callable[[float, int, int], Any]) -> str:
             "That is the raw bias -m |L-1-2t|; turn the biases of all L source positions into weights with a "
             "softmax.": -slope * abs(L - 1 - 2 * t),
         }
-        for hint, wrong in mistakes.items():
-            if abs(got - wrong) <= 1e-6 + 1e-5 * abs(wrong) and abs(wrong - want) > 1e-9:
-                raise CheckFailed(hint)
+        fail_on_mistake(got, {hint: wrong for hint, wrong in mistakes.items() if abs(wrong - want) > 1e-9},
+                        lambda g, w: abs(g - w) <= 1e-6 + 1e-5 * abs(w))
         raise CheckFailed(f"for slope {slope}, L = {L}, t = {t} expected a weight of {want:.4g}, got {got:.4g}.")
     first = alibi_copy_weight(0.5, 10, 0)
     return (f"For slope 1/2 and a 10-letter string, the bias alone leaves the first output step {first:.1%} of "
@@ -243,9 +234,8 @@ def exact_match_with_positions(model: Any, strings: list[str], table: Callable[[
         raise CheckFailed(f"my_test_positions(batch_size, n, generator) should return a ({B}, {n}) tensor, got "
                           f"{describe(positions)}")
     positions = positions.long()
-    plain = torch.arange(T).expand(B, T)
-    if model.config.source_positions == "end":
-        plain = (L - 1 - plain).clamp(min=0)  # letter j of an L-letter string at L-1-j
+    model.eval()  # the model's plain positions (0, 1, 2, ... or counted from the end), as greedy_random_positions
+    plain, _ = model.positions(keep, n)  # (B, T)
     src_pos = positions.gather(1, plain)  # (B, T)
     # the whole prefix every step (no cache): one position map for all of it
     ids = greedy_decode(model, src, steps, use_cache=False, positions=(src_pos, positions))

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from ..runs.ablations import load_ablations
-from .core import CheckFailed, as_number, call_student, checker, describe, expect_close
+from .core import CheckFailed, as_number, call_student, checker, describe, expect_close, fail_on_mistake
 from .experiment import Expected, compare_prediction, judge_range, read_prediction
 
 
@@ -23,12 +23,6 @@ def _additive_inputs(seed: int) -> tuple[Tensor, ...]:
     keep[1, 3:] = False  # a padded source
     keep[2, 1:] = False  # a source of one token: all weight on it
     return s, keys, W_s, W_h, v, keep
-
-
-def reference_additive_weights(s: Tensor, keys: Tensor, W_s: Tensor, W_h: Tensor, v: Tensor, keep: Tensor) -> Tensor:
-    """Bahdanau weights softmax_j(v . tanh(W_s s + W_h h_j)) over kept keys: (B, T). Chapter 10."""
-    scores = torch.tanh((s @ W_s.T)[:, None, :] + keys @ W_h.T) @ v  # (B, 1, d_a) + (B, T, d_a) -> (B, T)
-    return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
 
 
 def reference_weights_without_tanh(keys: Tensor, W_h: Tensor, v: Tensor, keep: Tensor) -> Tensor:
@@ -145,9 +139,8 @@ def check_loglog_crossover(fn: Callable[[Sequence[float], Sequence[float]], Any]
         want = reference_loglog_fit(lengths, ms)
         if all(math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6) for a, b in zip(got_pair, want, strict=True)):
             continue
-        for hint, wrong in _fit_mistakes(lengths, ms).items():
-            if all(math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6) for a, b in zip(got_pair, wrong, strict=True)):
-                raise CheckFailed(hint)
+        fail_on_mistake(got_pair, _fit_mistakes(lengths, ms), lambda g, w: all(
+            math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6) for a, b in zip(g, w, strict=True)))
         if math.isclose(got_pair[0], want[0], rel_tol=1e-4):
             raise CheckFailed("The slope is right but the intercept is not: intercept = mean(log2 ms) - "
                               "slope * mean(log2 n).")

@@ -2,7 +2,8 @@
 
 11.1 the online-softmax update (implement), 11.2 your tiled attention timed against plain attention
 (experiment), 11.3 mean-pooling key/value heads (implement), 11.4 multi-query attention from the
-trained model against the control (experiment), 11.5 linear attention (implement).
+trained model against the control (experiment), 11.5 linear attention (implement), 11.6 a rolling cache that
+generates under a sliding window (implement).
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from ..flash import interleaved_times, linear_attention, online_softmax_update, plain_attention, tiled_attention
-from .core import CheckFailed, as_number, call_student, checker, describe, expect_close, expect_tensor
+from .core import (
+    CheckFailed,
+    as_number,
+    call_student,
+    checker,
+    close,
+    describe,
+    expect_close,
+    expect_tensor,
+    fail_on_mistake,
+)
 from .experiment import Expected, compare_prediction, judge_range, read_prediction, shown
 
 
@@ -709,3 +720,174 @@ def check_linear_attention(fn: Callable[..., Any]) -> str:
                           "(torch.cumsum of phi(k_j) v_j^T and of phi(k_j) along T), so memory grows linearly in T.")
     return ("Your linear attention equals phi(q) S / phi(q) z, causal or not, and its causal form grows linearly "
             f"in T ({peak / 2**20:.1f} MiB at T = {T}, where one T x T matrix would take {T * T * 4 / 2**20:.0f}).")
+
+
+# ----------------------------------------------------------------- 11.6 (implement) a rolling cache for a window
+def window_reference(q: Tensor, k: Tensor, v: Tensor, window: int, scale: bool = True,
+                     empty_slots: bool = False, exclude_self: bool = False) -> Tensor:
+    """Outputs (B, h, T, d_v) of attention under a sliding window of ``window`` tokens, with switchable mistakes.
+
+    ``empty_slots``: while fewer than ``window`` tokens are held, the free slots take part in the softmax as
+    zero keys and values (a zero key scores 0). ``exclude_self``: each token attends the ``window`` tokens
+    before it, not itself (the cache read before this token's key was written). Chapter 11.
+    """
+    T = q.shape[-2]
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)  # (B, h, T, T)
+    pos = torch.arange(T)
+    distance = pos[:, None] - pos[None, :]  # (T, T): query position minus key position
+    keep = (distance >= 1) & (distance <= window) if exclude_self else (distance >= 0) & (distance < window)
+    e = torch.exp(scores - scores.amax(-1, keepdim=True)).masked_fill(~keep, 0.0)  # (B, h, T, T)
+    norm = e.sum(-1, keepdim=True)  # (B, h, T, 1)
+    if empty_slots:  # each free slot adds exp(0 - max) to the sum and nothing to the values
+        free = (window - torch.clamp(pos + 1, max=window)).to(q.dtype)[:, None]  # (T, 1)
+        norm = norm + free * torch.exp(-scores.amax(-1, keepdim=True))
+    return (e @ v) / norm
+
+
+def _slot_times(buffer: Tensor, seq: Tensor, upto: int) -> Tensor:
+    """(B, h, s): for each slot of ``buffer`` (B, h, s, d), the token 0..upto whose row it holds, -1 for none."""
+    diff = (buffer.detach().double()[:, :, :, None, :] - seq[:, :, None, : upto + 1, :].double()).abs().amax(-1)
+    hit = diff <= 1e-6 * (1 + seq[:, :, None, : upto + 1, :].double().abs().amax(-1))  # (B, h, s, upto + 1)
+    latest = torch.where(hit, torch.arange(upto + 1), torch.full_like(diff, -1, dtype=torch.long)).amax(-1)
+    return latest  # (B, h, s)
+
+
+def _check_buffer(cache: Any, name: str, seq: Tensor, t: int, window: int, step_count: int,
+                  slots_for: Callable[[int], int | None]) -> None:
+    """Fail with a named mistake unless ``cache.<name>`` holds, at most ``window`` slots, the rows of tokens
+    t - window + 1 .. t of ``seq`` (B, h, T, d) (fewer at the start). ``slots_for(w)``: the slots of a fresh
+    cache of window w after one token (None when it cannot tell), to spot a hard-coded size."""
+    B, h, _, d = seq.shape
+    if not hasattr(cache, name):
+        raise CheckFailed(f"your WindowCache has no attribute {name}: keep the buffer in cache.keys and "
+                          "cache.values, (batch, n_heads, slots, d) each.")
+    buffer = getattr(cache, name)
+    if not isinstance(buffer, Tensor) or buffer.dim() != 4:
+        raise CheckFailed(f"cache.{name} should be a tensor (batch, n_heads, slots, d), got {describe(buffer)}")
+    if (buffer.shape[0], buffer.shape[1], buffer.shape[3]) != (B, h, d):
+        raise CheckFailed(f"cache.{name} should have shape (batch, n_heads, slots, d) = ({B}, {h}, slots, {d}), "
+                          f"got {tuple(buffer.shape)}")
+    slots = buffer.shape[2]
+    held = min(t + 1, window)
+    if slots != window and slots != step_count and slots_for(window + 3) == slots:
+        raise CheckFailed(f"your buffer has {slots} slots for window={window} and for window={window + 3}: size it "
+                          "from the window argument, not a fixed number.")
+    if slots > window:
+        if slots == step_count:
+            raise CheckFailed(f"after {step_count} tokens with window={window} your buffer holds {slots} tokens, more "
+                              "than the window: it must stop growing at window slots (allocate them once and "
+                              "overwrite the oldest entry; torch.cat grows it).")
+        if slots == window + 1:
+            raise CheckFailed(f"with window={window} your buffer has {slots} slots: the window counts the token "
+                              f"itself, so it holds tokens t - {window - 1} .. t, {window} of them.")
+        raise CheckFailed(f"with window={window} your buffer has {slots} slots: size it from the window argument "
+                          f"(window slots, never more).")
+    if slots < held:
+        raise CheckFailed(f"with window={window} your buffer has {slots} slots, but after {t + 1} tokens it must "
+                          f"hold {held}: the token itself and the {held - 1} before it. Size it from the window "
+                          "argument.")
+    times = _slot_times(buffer, seq, t)  # (B, h, slots)
+    need = torch.arange(t - held + 1, t + 1)  # the tokens the window holds now
+    present = (times[..., None] == need).any(-2)  # (B, h, held)
+    if bool(present.all()):
+        return
+    if bool((times < 0).all()):
+        raise CheckFailed(f"cache.{name} holds none of the {name} it was given (after token {t}): store each "
+                          f"token's {name[:-1]} unchanged (not scaled or transposed; keys in keys, values in values).")
+    missing = int(need[~present.all(dim=(0, 1))][0])
+    older = times[(times >= 0) & (times < t - window + 1)]
+    if missing == t:
+        raise CheckFailed(f"after token {t} (window={window}) your buffer does not hold that token's {name[:-1]}: "
+                          "write the new key and value into the buffer in step, before attending.")
+    if older.numel():
+        raise CheckFailed(f"after token {t} (window={window}) your buffer still holds token {int(older.min())}'s "
+                          f"{name[:-1]}, outside the window ({t - window + 1}..{t}), and lost token {missing}'s: "
+                          f"overwrite the oldest entry (in a ring of window slots, token t goes to slot t % window).")
+    raise CheckFailed(f"after token {t} (window={window}) your buffer lost token {missing}'s {name[:-1]}, still "
+                      f"inside the window ({t - held + 1}..{t}): a new token may overwrite only the oldest entry, "
+                      f"token t - window. Do you advance your count of tokens seen (slot t % window)?")
+
+
+@checker("11.6", "a rolling cache for a sliding window")
+def check_window_cache(cache_class: Callable[..., Any]) -> str:
+    """Check ``cache_class(window, batch, n_heads, d_k, d_v)`` with ``.step(q, k, v) -> (batch, n_heads, d_v)``:
+    fed token by token, it holds at most ``window`` tokens in ``.keys``/``.values`` and its outputs equal attention
+    under ``sliding_window_mask`` over the whole sequence."""
+    def slots_for(window: int) -> int | None:
+        """Slots of cache.keys in a fresh cache of this window after one token; None if that fails."""
+        try:
+            probe = cache_class(window, 1, 1, 2, 2)
+            probe.step(torch.ones(1, 1, 2), torch.ones(1, 1, 2), torch.ones(1, 1, 2))
+            return int(probe.keys.shape[2])
+        except Exception:
+            return None
+
+    g = torch.Generator().manual_seed(16)
+    cases = ((2, 3, 4, 5, 3, 10), (1, 2, 8, 8, 4, 13), (2, 2, 4, 3, 6, 5), (1, 1, 6, 2, 1, 4), (1, 2, 4, 4, 2, 7))
+    for B, h, d_k, d_v, window, T in cases:
+        q, k = (torch.randn(B, h, T, d_k, generator=g) * 1.5 for _ in range(2))  # (B, h, T, d_k)
+        v = torch.randn(B, h, T, d_v, generator=g)  # (B, h, T, d_v)
+        call = f"WindowCache(window={window}, batch={B}, n_heads={h}, d_k={d_k}, d_v={d_v})"
+        cache = call_student(cache_class, window, B, h, d_k, d_v, what=f"your {call}")
+        if not callable(getattr(cache, "step", None)):
+            raise CheckFailed(f"{call} has no method step(q, k, v): add it to the class.")
+        outputs = []
+        for t in range(T):
+            out = call_student(cache.step, q[:, :, t].clone(), k[:, :, t].clone(), v[:, :, t].clone(),
+                               what=f"step of your {call} at token {t}")
+            if isinstance(out, Tensor) and tuple(out.shape) == (B, h, 1, d_v):
+                out = out[:, :, 0]  # (B, h, 1, d_v): one query kept as a row; the same answer
+            out = expect_tensor(out, f"the output of step at token {t} (batch={B}, n_heads={h}, d_v={d_v})",
+                                (B, h, d_v))
+            _check_buffer(cache, "keys", k, t, window, t + 1, slots_for)
+            _check_buffer(cache, "values", v, t, window, t + 1, slots_for)
+            outputs.append(out.detach().double())
+        got = torch.stack(outputs, dim=2)  # (B, h, T, d_v)
+        want = window_reference(q, k, v, window).double()
+        if close(got, want):
+            continue
+        what = f"your outputs ({call}, {T} tokens)"
+        mistakes = {
+            "Scale the scores by 1/sqrt(d_k), as in every attention of this book.":
+                (window_reference(q, k, v, window, scale=False), 0),
+            "While the buffer fills, the slots that hold no token yet took part in the softmax (a zero key scores "
+            "0, not -inf, and takes weight): attend only the slots written so far.":
+                (window_reference(q, k, v, window, empty_slots=True), 0),
+            "Each token attended the window before it but not itself: write the token's key and value into the "
+            "buffer first, then attend (its own key is one of the window's).":
+                (window_reference(q, k, v, window, exclude_self=True), 1),
+        }
+        if window > 1:
+            mistakes[f"You attended {window - 1} tokens, not {window}: the window counts the token itself and the "
+                     f"{window - 1} before it."] = (window_reference(q, k, v, window - 1), 0)
+        # a mistake judged from token `start` on takes the learner's own outputs before it
+        fail_on_mistake(got, {hint: torch.cat([got[:, :, :start], wrong.double()[:, :, start:]], dim=2)
+                              for hint, (wrong, start) in mistakes.items()}, close, prefix=f"{what} are not right. ")
+        bad = [t for t in range(T) if not close(got[:, :, t], want[:, :, t])] or [0]
+        if bad[0] == 0 and bool((got[:, :, 0] == 0).all()):
+            raise CheckFailed(f"{what} are 0 at token 0, where the output must be the token's own value v: all the "
+                              "weight went to slots that hold no token. Attend the slots you wrote (token 0's slot "
+                              "is the one step just filled), not a fixed range of slot numbers.")
+        nan = [t for t in bad if bool(torch.isnan(got[:, :, t]).any())]
+        if nan:
+            wrapped = (" At that token the buffer has just filled: did your count of tokens seen wrap around to 0? "
+                       "Keep counting; only the slot is t % window." if nan[0] == window - 1 else "")
+            raise CheckFailed(f"{what} are NaN at token {nan[0]}: every slot was masked there (a softmax over a row "
+                              f"of -inf), though the token's own key is always in the window.{wrapped}")
+        if max(bad) < window - 1:
+            raise CheckFailed(f"{what} are right once the buffer is full (from token {window - 1} on) but not while "
+                              f"it fills (tokens {', '.join(map(str, bad))}): with t + 1 < window tokens seen, attend "
+                              "only the slots that hold a token.")
+        if bad[0] == 0:
+            raise CheckFailed(f"{what} are not right at token 0, where the only key is the token's own, so the "
+                              "output must be its value v whatever the scores: your weights do not sum to 1 over "
+                              "the slots that hold a token (softmax over the last axis, the slots).")
+        if min(bad) >= window:
+            raise CheckFailed(f"{what} are right until the buffer wraps around (token {window}) and wrong from token "
+                              f"{min(bad)} on: after an overwrite, attend every slot (all of them hold a token of the "
+                              "window), whatever order they are in.")
+        expect_close(got[:, :, bad[0]], want[:, :, bad[0]], f"your output at token {bad[0]} ({call})")
+    return ("Your cache never held more than window tokens, and token by token it equals attention under "
+            "sliding_window_mask over the whole sequence, for windows from 1 to 6, shorter and longer than the "
+            "sequence. The slots are never put back in order: the softmax's weighted sum does not depend on the "
+            "order of the keys, and a position lives inside each key (RoPE rotates it before it is cached).")

@@ -18,7 +18,17 @@ from ..mlm import IGNORE
 from ..runs.vit import load_vit
 from ..scaling import compute_optimal
 from ..vit import count_params, load_digits_split, multiply_adds, patchify, unpatchify, zero_positions
-from .core import CheckFailed, _one_line, as_number, call_student, checker, expect_close, expect_tensor, refuse_library
+from .core import (
+    CheckFailed,
+    _one_line,
+    as_number,
+    call_student,
+    checker,
+    expect_close,
+    expect_tensor,
+    fail_on_mistake,
+    refuse_library,
+)
 from .experiment import compare_prediction, read_prediction
 
 
@@ -631,9 +641,8 @@ def check_scaling_prediction(predict_fn: Callable[..., Any], measure_fn: Callabl
             "the prediction is in nats: the runs' loss is in bits per character":
                 tuple(v * math.log(2) for v in want),
         }
-        for hint, wrong in mistakes.items():
-            if all(math.isclose(a, b, rel_tol=1e-3) for a, b in zip((pred, low, high), wrong, strict=True)):
-                raise CheckFailed(f"{what}: {hint}.")
+        fail_on_mistake((pred, low, high), {f"{hint}.": wrong for hint, wrong in mistakes.items()}, lambda g, w: all(
+            math.isclose(a, b, rel_tol=1e-3) for a, b in zip(g, w, strict=True)), f"{what}: ")
         if math.isclose(pred, want[0], rel_tol=1e-4):
             raise CheckFailed(f"{what}: the prediction is right, the interval ({low:.3g}-{high:.3g}) is not "
                               f"({want[1]:.3g}-{want[2]:.3g}): use the surface's 95 % interval, "

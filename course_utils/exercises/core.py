@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -286,6 +287,20 @@ def close(a: Tensor, b: Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     return bool(torch.allclose(a.detach().double(), b.detach().double(), atol=atol, rtol=rtol, equal_nan=True))
 
 
+def fail_on_mistake(got: Any, mistakes: Mapping[str, Any], same: Callable[[Any, Any], bool] = operator.eq,
+                    prefix: str = "") -> None:
+    """Raise CheckFailed(prefix + hint) for the first known mistake whose answer matches ``got``; else return.
+
+    ``mistakes`` maps a hint to what the mistaken code returns on the same input (a tensor, a
+    number, a list, ...) and ``same(got, wrong)`` says whether two answers match: the one loop
+    behind every "name the likely mistake", for tensors (:func:`expect_close`) and other answers.
+    A checker drops beforehand a mistake whose answer equals the right one on this input.
+    """
+    for hint, wrong in mistakes.items():
+        if same(got, wrong):
+            raise CheckFailed(prefix + hint)
+
+
 def expect_close(
     got: Any,
     want: Tensor,
@@ -302,9 +317,7 @@ def expect_close(
     got = expect_tensor(got, what, want.shape)
     if close(got, want, atol, rtol):
         return
-    for hint, wrong in (mistakes or {}).items():
-        if close(got, wrong, atol, rtol):
-            raise CheckFailed(f"{what} {_verb(what)} not right. {hint}")
+    fail_on_mistake(got, mistakes or {}, lambda g, w: close(g, w, atol, rtol), f"{what} {_verb(what)} not right. ")
     if torch.isnan(got).any() and not torch.isnan(want).any():
         raise CheckFailed(f"{what} contains NaN where the reference has numbers.")
     g_all, w_all = got.detach().double(), want.detach().double()

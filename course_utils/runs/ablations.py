@@ -17,6 +17,7 @@ from ..ablations import build_variant, measurements, measuring_callbacks
 from ..data import VOCAB_SIZE, random_batch
 from ..evaluation import evaluate_by_length
 from ..model import TransformerConfig
+from ..utils import count_params
 from ..validate import check_bool
 from .core import Recipe, load_asset, run
 from .reversal import FAST_RECIPE
@@ -80,7 +81,7 @@ def run_row(
         results = evaluate_by_length(model, range(min_len, max_len + 1), n_per_length)
         exact = sum(r["exact_match"] for r in results.values()) / len(results)
     return {
-        "params": sum(p.numel() for p in model.parameters()),
+        "params": count_params(model),
         "seconds": round(history.seconds, 2),
         "final_loss": round(final, 4) if finite else None,
         "exact_match": round(100 * exact, 1),

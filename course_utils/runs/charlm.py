@@ -14,10 +14,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch, lm_loss, load_corpus, model_bits_per_char, train_val_ids
+from ..charlm import CharVocab, charlm_split, lm_batch, lm_loss, model_bits_per_char
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..schedules import warmup_cosine_lr
 from ..training import Callback, TrainConfig, TrainHistory, make_optimizer
+from ..utils import count_params
 from ..validate import check_bool, check_choice, check_int, check_module, check_number, check_positive_int, check_rank
 from .core import Recipe, Run, asset_path, check_recipe, load_as, read_checkpoint, run, seeded
 
@@ -83,9 +84,7 @@ def run_charlm(recipe: Recipe | None = None, progress: bool = True, steps: int |
     check_bool("progress", progress)
     if steps is not None:
         check_positive_int("steps", steps)  # before the corpus is read
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
+    vocab, train_ids, val_ids = charlm_split()
     last = recipe["train"]["steps"] if steps is None else steps
     val = ValidationBitsPerChar(val_ids, recipe["block_size"], recipe["eval_every"], last)
     B, T = recipe["batch_size"], recipe["block_size"]
@@ -130,14 +129,6 @@ BENCHMARK_RECIPE: Recipe = {
     "seed": 0,
 }
 _BENCH_KEYS = ("model", "train", "batch_size", "block_size", "seed")
-
-
-def charlm_split() -> tuple[CharVocab, Tensor, Tensor]:
-    """(vocabulary, training ids, validation ids): the first 90 % of tiny Shakespeare and the last 10 %. Chapter 8."""
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
-    return vocab, train_ids, val_ids
 
 
 def validation_nats(model: nn.Module, val_ids: Tensor, block_size: int) -> float:
@@ -259,7 +250,7 @@ def train_budgeted(recipe: Recipe | None = None, seconds: float | None = None, s
     tokens = step * B * T
     record = {"val_nats": round(nats, 4), "val_bits_per_char": round(nats / math.log(2), 4),
               "train_seconds": round(wall, 1), "train_cpu_seconds": round(cpu, 1), "steps": step,
-              "planned_steps": total, "params": sum(p.numel() for p in model.parameters()),
+              "planned_steps": total, "params": count_params(model),
               "tokens_seen": tokens, "last_loss": round(loss_value, 4),
               "gflops_per_s": round(matmul_flops_per_token(model, T) * tokens / wall / 1e9, 2),
               "gflops_per_cpu_s": round(matmul_flops_per_token(model, T) * tokens / cpu / 1e9, 3), "clock": clock}

@@ -15,6 +15,7 @@ from ..charlm import lm_batch, lm_loss, model_bits_per_char
 from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..modern import charlm_data
 from ..scaling import non_embedding_params, training_flops
+from ..utils import count_params
 from ..validate import check_bool, check_int
 from .core import Recipe, check_recipe, load_asset, run
 
@@ -76,7 +77,7 @@ def run_size(size: dict[str, int], steps: int, recipe: Recipe | None = None, pro
                  progress=progress, steps=steps, loss_fn=lm_loss)
     bits = model_bits_per_char(result.model, val_ids, T, max_windows=one["eval_windows"])
     N, D = non_embedding_params(result.model), steps * B * T
-    return {**size, "params": N, "all_params": sum(p.numel() for p in result.model.parameters()), "steps": steps,
+    return {**size, "params": N, "all_params": count_params(result.model), "steps": steps,
             "tokens": D, "compute": training_flops(N, D), "val_bits_per_char": round(bits, 4),
             "cpu_seconds": round(result.history.cpu_seconds, 1)}
 
