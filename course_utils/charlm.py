@@ -157,6 +157,17 @@ def consecutive_windows(n_tokens: int, block_size: int, max_windows: int | None 
     return torch.arange(n_windows)[:, None] * block_size + torch.arange(block_size)  # (W, T)
 
 
+def charlm_split() -> tuple[CharVocab, Tensor, Tensor]:
+    """(vocabulary, training ids, validation ids): the first 90 % of tiny Shakespeare and the last 10 %. Chapter 8.
+
+    The one loader of the character task, for every run on it (chapters 8, 11, 12).
+    """
+    text = load_corpus()
+    vocab = CharVocab(text)
+    train_ids, val_ids = train_val_ids(text, vocab)
+    return vocab, train_ids, val_ids
+
+
 @torch.no_grad()
 def model_bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int | None = None) -> float:
     """Mean next-character cross-entropy of ``model`` over consecutive windows of val_ids, in bits. Chapter 8.

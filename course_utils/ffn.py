@@ -10,8 +10,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .model import PositionwiseFeedForward
-from .modern import SwiGLU
-from .validate import check_choice, check_float_tensor, check_int, check_module, check_positive_int, check_rank
+from .validate import (
+    check_bool,
+    check_choice,
+    check_float_tensor,
+    check_int,
+    check_module,
+    check_positive_int,
+    check_rank,
+)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
@@ -21,6 +28,31 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":  # Hendrycks and Gimpel (2016), eq. in section 2
         return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+def swiglu_hidden(d_ff: int) -> int:
+    """Hidden width of a SwiGLU FFN with the parameters of a ReLU FFN of width d_ff: round(2 d_ff / 3). Chapter 11."""
+    return round(2 * check_positive_int("d_ff", d_ff) / 3)
+
+
+class SwiGLU(nn.Module):
+    """FFN_SwiGLU(x) = (Swish(x W) * x V) W_2 (Shazeer 2020): three matrices, a gated hidden layer. Chapter 11."""
+
+    def __init__(self, d_model: int, d_hidden: int, bias: bool = False):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_hidden", d_hidden)
+        check_bool("bias", bias)
+        self.W = nn.Linear(d_model, d_hidden, bias=bias)  # gate
+        self.V = nn.Linear(d_model, d_hidden, bias=bias)  # value
+        self.W_2 = nn.Linear(d_hidden, d_model, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., d_model) -> (..., d_model)."""
+        d_model = self.W.in_features
+        if check_float_tensor("x", x).dim() == 0 or x.shape[-1] != d_model:
+            raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
+        return self.W_2(F.silu(self.W(x)) * self.V(x))  # (..., d_hidden) -> (..., d_model)
 
 
 class GELUFeedForward(PositionwiseFeedForward):

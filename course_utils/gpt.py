@@ -40,6 +40,7 @@ from typing import Literal, overload
 import torch
 from torch import Tensor, nn
 
+from .ffn import SwiGLU, swiglu_hidden
 from .masks import causal_mask
 from .model import EncoderBlock, KVCache, init_weights
 from .norm import LayerNorm
@@ -50,6 +51,7 @@ from .validate import (
     check_bool,
     check_bool_mask,
     check_broadcast,
+    check_choice,
     check_int,
     check_model_tokens,
     check_positive_int,
@@ -79,6 +81,9 @@ class DecoderOnlyConfig:
     fused_layer_norm: bool = False  # True: LayerNorm through F.layer_norm instead of the from-scratch formula
     sdpa_attention: bool = True  # False: explicit attention maths instead of F.scaled_dot_product_attention
     residual: bool = True  # False: no residual connections (Chapter 10's ablation)
+    # "relu": the paper's FFN; "swiglu": Chapter 11's gated FFN (no biases) with hidden width
+    # swiglu_hidden(d_ff), so that it holds the ReLU FFN's weight count
+    ffn: str = "relu"
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -90,6 +95,7 @@ class DecoderOnlyConfig:
         if self.positional == "sinusoidal" and self.d_model % 2 != 0:
             raise ValueError(f"d_model must be even for sinusoidal positional encoding, got {self.d_model}")
         check_position_fields(self)  # the encoder-decoder's rule for positional, random_positions, random_fraction
+        check_choice("ffn", self.ffn, ("relu", "swiglu"))
         check_probability("dropout", self.dropout)
         for name in ("norm_first", "tie_embeddings", "fused_layer_norm", "sdpa_attention", "residual"):
             check_bool(name, getattr(self, name))
@@ -113,6 +119,9 @@ class DecoderOnly(nn.Module):
         self.layers = nn.ModuleList(
             EncoderBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, **kernels) for _ in range(c.n_layers)
         )
+        if c.ffn == "swiglu":  # Chapter 11's gated FFN in place of the paper's, before the initialisation below
+            for block in self.layers:
+                block.ffn = SwiGLU(c.d_model, swiglu_hidden(c.d_ff))
         # a pre-LN stack ends with a LayerNorm (the residual stream is never normalised otherwise)
         self.final_norm: nn.Module = LayerNorm(c.d_model, fused=c.fused_layer_norm) if c.norm_first else nn.Identity()
         self.output_projection = nn.Linear(c.d_model, c.vocab_size)  # d_model -> V logits

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from .attention import MultiHeadAttention
 from .charlm import CharVocab, load_corpus, model_bits_per_char, train_val_ids
+from .ffn import SwiGLU, swiglu_hidden  # noqa: F401  (defined with the other FFNs; Chapter 11 imports them from here)
 from .flash import linear_attention
 from .gpt import DecoderOnly
 from .masks import causal_mask
@@ -100,31 +100,6 @@ class RMSNorm(nn.Module):
             raise ValueError(f"x must have last dimension d_model={self.weight.shape[0]}, got shape {tuple(x.shape)}")
         rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
         return x / rms * self.weight
-
-
-def swiglu_hidden(d_ff: int) -> int:
-    """Hidden width of a SwiGLU FFN with the parameters of a ReLU FFN of width d_ff: round(2 d_ff / 3). Chapter 11."""
-    return round(2 * check_positive_int("d_ff", d_ff) / 3)
-
-
-class SwiGLU(nn.Module):
-    """FFN_SwiGLU(x) = (Swish(x W) * x V) W_2 (Shazeer 2020): three matrices, a gated hidden layer. Chapter 11."""
-
-    def __init__(self, d_model: int, d_hidden: int, bias: bool = False):
-        super().__init__()
-        check_positive_int("d_model", d_model)
-        check_positive_int("d_hidden", d_hidden)
-        check_bool("bias", bias)
-        self.W = nn.Linear(d_model, d_hidden, bias=bias)  # gate
-        self.V = nn.Linear(d_model, d_hidden, bias=bias)  # value
-        self.W_2 = nn.Linear(d_hidden, d_model, bias=bias)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """x: (..., d_model) -> (..., d_model)."""
-        d_model = self.W.in_features
-        if check_float_tensor("x", x).dim() == 0 or x.shape[-1] != d_model:
-            raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
-        return self.W_2(F.silu(self.W(x)) * self.V(x))  # (..., d_hidden) -> (..., d_model)
 
 
 class ModernBlock(nn.Module):

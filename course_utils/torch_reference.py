@@ -122,6 +122,9 @@ def to_torch_encoder(model: DecoderOnly) -> nn.TransformerEncoder:
     if not isinstance(model, DecoderOnly):
         raise TypeError(f"model must be a DecoderOnly, got {type(model).__name__}")
     c = model.config
+    if c.ffn != "relu":
+        raise ValueError(f"model must have the paper's ReLU FFN (config.ffn='relu'): nn.TransformerEncoderLayer has "
+                         f"no gated FFN, got ffn={c.ffn!r}")
     with warnings.catch_warnings():  # pre-LN disables PyTorch's nested-tensor fast path, with a warning
         warnings.simplefilter("ignore", UserWarning)
         layer = nn.TransformerEncoderLayer(

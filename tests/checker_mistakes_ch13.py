@@ -81,6 +81,9 @@ wrong("13.4", c13.check_average_checkpoints, "which is the answer", a.average_li
 right("13.5", c13.check_alpha_changes, a.predict_right, a.changes_ref)
 right("13.5", c13.check_alpha_changes, a.predict_right_loose, a.changes_teacher_forced)
 right("13.5", c13.check_alpha_changes, a.predict_right, a.changes_dict_style)
+right("13.5", c13.check_alpha_changes, a.predict_wrong, a.changes_ref)  # passes, the prediction corrected
+wrong("13.5", c13.check_alpha_changes, "not one of the choices", "longer, less probable", a.changes_ref)
+wrong("13.5", c13.check_alpha_changes, "not one of the choices", "a few", a.changes_ref)
 for _answer, _words in a.ALPHA_MISTAKES:
     wrong("13.5", c13.check_alpha_changes, _words, a.predict_right, _answer)
 

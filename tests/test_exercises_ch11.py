@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import deque
 
 import pytest
 import torch
@@ -589,10 +590,160 @@ class RingSoftmaxOverHeads(RingCache):
         return (scores.softmax(1)[..., None, :] @ self.values).squeeze(-2)
 
 
+class RingPlusOwnKey(RingCache):
+    """Attends the slots held before this token plus its own key (the Chapter's cached_self_attention pattern
+    on a ring): window + 1 tokens once the ring is full."""
+
+    def step(self, q, k, v):
+        n = min(self.seen, self.window)
+        keys = torch.cat([self.keys[:, :, :n], k[:, :, None]], dim=2)
+        values = torch.cat([self.values[:, :, :n], v[:, :, None]], dim=2)
+        out = F.scaled_dot_product_attention(q[:, :, None], keys, values)[:, :, 0]
+        self.keys[:, :, self.seen % self.window], self.values[:, :, self.seen % self.window] = k, v
+        self.seen += 1
+        return out
+
+
+class RingDividedByDk(RingCache):
+    """Divides the scores by d_k, not sqrt(d_k)."""
+
+    def step(self, q, k, v):
+        return super().step(q / q.shape[-1] ** 0.5, k, v)
+
+
+class RingCausalSdpa(RingCache):
+    """F.sdpa with is_causal=True and one query over the held slots: only the first slot is kept."""
+
+    def step(self, q, k, v):
+        super().step(q, k, v)
+        n = min(self.seen, self.window)
+        return F.scaled_dot_product_attention(q[:, :, None], self.keys[:, :, :n], self.values[:, :, :n],
+                                              is_causal=True)[:, :, 0]
+
+
+class RingOwnValue(RingCache):
+    """Fills the ring but returns the token's own value."""
+
+    def step(self, q, k, v):
+        super().step(q, k, v)
+        return v
+
+
+class RingEmpty(RingCache):
+    """Buffers from torch.empty. ``prefix``: attend only the written prefix, so no unwritten slot is read
+    (right); else mask the scores, yet multiply the unwritten values by weight 0 (0 * NaN is NaN: wrong)."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v, prefix=False):
+        super().__init__(window, batch, n_heads, d_k, d_v)
+        self.keys, self.values = torch.empty(batch, n_heads, window, d_k), torch.empty(batch, n_heads, window, d_v)
+        self.prefix = prefix
+
+    def step(self, q, k, v):
+        if not self.prefix:
+            return super().step(q, k, v)
+        slot = self.seen % self.window
+        self.keys[:, :, slot], self.values[:, :, slot] = k, v
+        self.seen += 1
+        n = min(self.seen, self.window)
+        return F.scaled_dot_product_attention(q[:, :, None], self.keys[:, :, :n], self.values[:, :, :n])[:, :, 0]
+
+
+class DequeCache:
+    """Right outputs from a deque of tokens, keys/values stacked anew on every read: never one buffer."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v):
+        self.k_list, self.v_list = deque(maxlen=window), deque(maxlen=window)
+
+    keys = property(lambda self: torch.stack(list(self.k_list), dim=2))
+    values = property(lambda self: torch.stack(list(self.v_list), dim=2))
+
+    def step(self, q, k, v):
+        self.k_list.append(k)
+        self.v_list.append(v)
+        return F.scaled_dot_product_attention(q[:, :, None], self.keys, self.values)[:, :, 0]
+
+
+class RollCache(RingCache):
+    """A shift register in time order: roll the slots by one, write the newest last. ``in_place``: copy the
+    rolled slots back into the same buffers (right) or rebind to torch.roll's new tensors (a copy per step)."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v, in_place=True):
+        super().__init__(window, batch, n_heads, d_k, d_v)
+        self.in_place = in_place
+
+    def step(self, q, k, v):
+        for name, new in (("keys", k), ("values", v)):
+            rolled = torch.roll(getattr(self, name), -1, dims=2)
+            if self.in_place:
+                getattr(self, name).copy_(rolled)
+            else:
+                setattr(self, name, rolled)
+            getattr(self, name)[:, :, -1] = new
+        self.seen += 1
+        held = torch.arange(self.window) >= self.window - self.seen  # (w,): the last min(seen, w) slots
+        return F.scaled_dot_product_attention(q[:, :, None], self.keys, self.values,
+                                              attn_mask=held[None, :])[:, :, 0]  # (1 query, w slots)
+
+
+class CatThenRing(RingCache):
+    """Right: grows by torch.cat until it holds window tokens, then overwrites the oldest slot in place."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v):
+        super().__init__(window, batch, n_heads, d_k, d_v)
+        self.keys, self.values = self.keys[:, :, :0], self.values[:, :, :0]
+
+    def step(self, q, k, v):
+        if self.keys.shape[2] < self.window:
+            self.keys = torch.cat([self.keys, k[:, :, None]], dim=2)
+            self.values = torch.cat([self.values, v[:, :, None]], dim=2)
+        else:
+            self.keys[:, :, self.seen % self.window], self.values[:, :, self.seen % self.window] = k, v
+        self.seen += 1
+        weights = ((self.keys @ q[..., None]).squeeze(-1) / q.shape[-1] ** 0.5).softmax(-1)
+        return (weights[..., None, :] @ self.values).squeeze(-2)
+
+
+class LazyFloat64Ring:
+    """Right: buffers allocated at the first step, float64, empty slots masked by -1e9 and a flag per slot."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v):
+        self.window, self.seen, self.keys = window, 0, None
+
+    def step(self, q, k, v):
+        if self.keys is None:
+            self.keys = torch.zeros(*k.shape[:2], self.window, k.shape[-1], dtype=torch.float64)
+            self.values = torch.zeros(*v.shape[:2], self.window, v.shape[-1], dtype=torch.float64)
+            self.filled = torch.zeros(self.window, dtype=torch.bool)
+        slot = self.seen % self.window
+        self.keys[:, :, slot], self.values[:, :, slot], self.filled[slot] = k, v, True
+        self.seen += 1
+        scores = (self.keys @ q.double()[..., None]).squeeze(-1) * q.shape[-1] ** -0.5
+        scores = torch.where(self.filled, scores, torch.tensor(-1e9, dtype=torch.float64))
+        return (scores.softmax(-1)[..., None, :] @ self.values).squeeze(-2)
+
+
+class HiddenHistory(RingCache):
+    """Keeps every token in a hidden list and only mirrors the last window into keys/values."""
+
+    def __init__(self, window, batch, n_heads, d_k, d_v):
+        super().__init__(window, batch, n_heads, d_k, d_v)
+        self.all_k, self.all_v = [], []
+
+    def step(self, q, k, v):
+        self.all_k.append(k)
+        self.all_v.append(v)
+        keys, values = (torch.stack(seq[-self.window:], dim=2) for seq in (self.all_k, self.all_v))
+        self.keys[:, :, : keys.shape[2]], self.values[:, :, : values.shape[2]] = keys, values
+        return F.scaled_dot_product_attention(q[:, :, None], keys, values)[:, :, 0]
+
+
 window_right = [
     RingCache,
-    lambda w, b, h, dk, dv: ShiftCache(w, b, h, dk, dv),
     ring_variant(slot=lambda t, w: (t + 1) % w, mask="written"),  # another ring, masked by what was written
+    RollCache,  # time order kept by copying the rolled slots back in place
+    CatThenRing,
+    LazyFloat64Ring,
+    lambda w, b, h, dk, dv: RingEmpty(w, b, h, dk, dv, prefix=True),  # torch.empty, unwritten slots never read
 ]
 window_wrong = [
     (ring_variant(mask=False), "slots that hold no token yet"),
@@ -609,6 +760,15 @@ window_wrong = [
     (ring_variant(wrap_count=True), "wrap around to 0"),
     (ring_variant(mask="up to the slot"), "until the buffer wraps around"),
     (RingSoftmaxOverHeads, "sum to 1 over the slots"),
+    (RingPlusOwnKey, "plus the new key"),
+    (RingDividedByDk, "divided the scores by d_k"),
+    (RingCausalSdpa, "is_causal=True"),
+    (RingOwnValue, "token's own value v"),
+    (lambda w, b, h, dk, dv: RingEmpty(w, b, h, dk, dv), "torch.empty"),
+    (lambda w, b, h, dk, dv: ShiftCache(w, b, h, dk, dv), "a new tensor"),  # cat, then keep the last window
+    (DequeCache, "a new tensor"),
+    (lambda w, b, h, dk, dv: RollCache(w, b, h, dk, dv, in_place=False), "a new tensor"),
+    (HiddenHistory, "copies kept elsewhere"),
 ]
 
 

@@ -271,3 +271,35 @@ def test_sample_next_follows_the_distribution():
     freq = torch.bincount(ids, minlength=4).float() / 20000
     torch.testing.assert_close(freq, probs, atol=0.015, rtol=0)
     assert freq[1] == 0
+
+
+def test_swiglu_ffn_holds_the_relu_weight_count_and_computes_the_gated_formula():
+    relu, gated = small(), small(ffn="swiglu")
+    d, d_ff, n = 16, relu.config.d_ff, relu.config.n_layers
+    hidden = round(2 * d_ff / 3)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    # 3 d h gated weights against 2 d d_ff ReLU weights plus the ReLU FFN's two biases (d_ff + d)
+    assert count(relu) - count(gated) == n * (2 * d * d_ff + d_ff + d - 3 * d * hidden)
+    ffn = gated.layers[0].ffn
+    x = torch.randn(2, 5, d, generator=torch.Generator().manual_seed(1))
+    W, V, W_2 = ffn.W.weight, ffn.V.weight, ffn.W_2.weight  # (h, d), (h, d), (d, h); no biases
+    by_hand = (torch.nn.functional.silu(x @ W.T) * (x @ V.T)) @ W_2.T  # Shazeer (2020)
+    torch.testing.assert_close(ffn(x), by_hand)
+    assert ffn.W.bias is None and W.shape == (hidden, d)
+    assert W.std() > 0.05 and torch.equal(gated.output_projection.weight, gated.embedding.weight)  # initialised, tied
+
+
+def test_swiglu_model_is_causal_and_caches():
+    model = small(ffn="swiglu", positional="rope")
+    x = tokens(2, 12)
+    full = model(x)
+    y = x.clone()
+    y[:, 7:] = (y[:, 7:] + 3) % 13
+    torch.testing.assert_close(model(y)[:, :7], full[:, :7])
+    cache = model.new_cache()
+    pieces = [model(x[:, :5], cache=cache), model(x[:, 5:6], cache=cache), model(x[:, 6:], cache=cache)]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="ffn='swiglu'"):
+        to_torch_encoder(model)
+    with pytest.raises(ValueError, match="ffn must be 'relu' or 'swiglu'"):
+        DecoderOnlyConfig(vocab_size=13, ffn="gelu")

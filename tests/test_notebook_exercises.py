@@ -33,6 +33,7 @@ def _imports(path: Path) -> str:
 
 
 CONTEXT_TAG = "needs-notebook-context"  # a solution that reads results computed above it (a fitted surface)
+EARLIER_TAG = "uses-earlier-solutions"  # a solution that calls a function of an earlier exercise (Exercise 13.5)
 
 
 def _solutions() -> list[tuple[str, str, str]]:
@@ -45,8 +46,9 @@ def _solutions() -> list[tuple[str, str, str]]:
 
 def _namespace(notebook: str, source: str) -> dict:
     """The notebook's imports; for a solution tagged CONTEXT_TAG, also every code cell above it that is
-    not itself a solution (the chapter's results the exercise builds on), run once per solution and
-    shared by its two tests (a fresh dict each time)."""
+    not itself a solution (the chapter's results the exercise builds on); for one tagged EARLIER_TAG, the
+    solution cells above it (the learner's earlier functions it calls). Run once per solution and shared by its
+    two tests (a fresh dict each time)."""
     return dict(_base_namespace(notebook, source))
 
 
@@ -63,6 +65,10 @@ def _base_namespace(notebook: str, source: str) -> dict:
         matplotlib.use("Agg")
         for cell in cells[:index]:
             if "solution" not in cell.get("metadata", {}).get("tags", []):
+                exec("".join(cell["source"]), namespace)
+    if EARLIER_TAG in cells[index].get("metadata", {}).get("tags", []):
+        for cell in cells[:index]:
+            if "solution" in cell.get("metadata", {}).get("tags", []):
                 exec("".join(cell["source"]), namespace)
     return namespace
 

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ..norm import masked_feature_stats, residual_sublayer
-from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor
+from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected, compare_prediction, judge_range, measure, read_prediction, require_own_run
 
 __all__ = ["check_identity_init", "check_masked_stats", "check_residual_experiment", "check_residual_sublayer",
@@ -209,9 +209,8 @@ def check_stream_growth(fn: Callable[[int, float], float]) -> str:
             "The stream starts with variance 1 before any block: add it.": (n * v) ** 0.5,
             "Standard deviations of independent terms do not add; variances do.": 1 + n * v**0.5,
         }
-        for hint, value in wrong.items():
-            if abs(got - value) <= 1e-6 * max(1.0, abs(value)):
-                raise CheckFailed(f"stream_std({n}, {v}) = {got:.4g} is not right. {hint}")
+        fail_on_mistake(got, wrong, lambda g, w: abs(g - w) <= 1e-6 * max(1.0, abs(w)),
+                        f"stream_std({n}, {v}) = {got:.4g} is not right. ")
         raise CheckFailed(f"stream_std({n}, {v}) should be {want:.4g}, got {got:.4g}.")
     for n, v in ((16, 0.5), (64, 0.25)):
         measured = simulate_pre_ln_stream(n, v)

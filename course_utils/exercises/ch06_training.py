@@ -25,7 +25,7 @@ from ..model import Transformer, TransformerConfig
 from ..runs.reversal import load_reversal_model
 from ..schedules import warmup_cosine_lr
 from ..training import TrainConfig, warmup_cosine_scheduler
-from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor, spell
+from .core import CheckFailed, call_student, checker, close, expect_close, expect_tensor, fail_on_mistake, spell
 from .experiment import Expected
 
 _STRINGS = (["abc", "hello", "q"], ["xyz"], ["reverse", "me", "please", "now"])
@@ -170,9 +170,11 @@ def check_train_step(fn: Callable[..., float]) -> None:
         if close(got, before, atol=0, rtol=0):
             raise CheckFailed(f"the parameters did not change {step}: call optimizer.step() after backward().")
         if not close(got, want_params[i]):
-            for name, hint in _STEP_MISTAKES.items():  # replay the usual mistakes only when needed
-                if close(got, _trajectory(name)[0][i]):
-                    raise CheckFailed(f"the parameters {step} are not right. {hint}")
+            def replayed(g: Tensor, name: str, i: int = i) -> bool:  # a mistake is replayed only when needed
+                return close(g, _trajectory(name)[0][i])
+
+            fail_on_mistake(got, {hint: name for name, hint in _STEP_MISTAKES.items()}, replayed,
+                            f"the parameters {step} are not right. ")
             expect_close(got, want_params[i], f"the parameters {step}")
         if isinstance(got_loss, Tensor):
             if got_loss.numel() != 1:
@@ -396,9 +398,10 @@ def _check_greedy(fn: Callable[[nn.Module, Tensor, int], Tensor], what: str, cac
             raise CheckFailed(f"the output has {got.shape[1]} tokens per row for max_len={max_len}; "
                               "generate at most max_len tokens.")
         if not torch.equal(_pad_to(got, max_len), _pad_to(want, max_len)):
-            for hint, options in _GREEDY_MISTAKES.items():
-                if torch.equal(_pad_to(got, max_len), _greedy_variant(model, src, max_len, **options)):
-                    raise CheckFailed(f"{what} on {strings} is not right. {hint}")
+            def decoded(g: Tensor, options: dict[str, Any], src: Tensor = src, max_len: int = max_len) -> bool:
+                return torch.equal(g, _greedy_variant(model, src, max_len, **options))
+
+            fail_on_mistake(_pad_to(got, max_len), _GREEDY_MISTAKES, decoded, f"{what} on {strings} is not right. ")
             row = int((_pad_to(got, max_len) != _pad_to(want, max_len)).any(1).nonzero()[0])
             raise CheckFailed(
                 f"{what} on {strings} (max_len={max_len}) gives {spell(got[row])} for {strings[row]!r}, "

@@ -808,11 +808,64 @@ def _check_buffer(cache: Any, name: str, seq: Tensor, t: int, window: int, step_
                       f"token t - window. Do you advance your count of tokens seen (slot t % window)?")
 
 
+class _EmptyIsNaN(TorchFunctionMode):
+    """Fills every float tensor made by torch.empty, empty_like or new_empty with NaN while active: memory that
+    was never written holds whatever was there, NaN included, so an answer that lets it through fails every
+    time, not only when the garbage happens to be NaN."""
+
+    NAMES = {"empty", "empty_like", "new_empty"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in self.NAMES and isinstance(out, Tensor) and out.is_floating_point():
+            with torch.no_grad():
+                out.fill_(float("nan"))
+        return out
+
+
+def _window_step(cache: Any, call: str, q: Tensor, k: Tensor, v: Tensor, t: int) -> Tensor:
+    """One call of the learner's ``cache.step`` on token ``t`` (q, k: (B, h, d_k), v: (B, h, d_v)) -> (B, h, d_v)."""
+    B, h, d_v = v.shape
+    with _EmptyIsNaN():
+        out = call_student(cache.step, q.clone(), k.clone(), v.clone(), what=f"step of your {call} at token {t}")
+    if isinstance(out, Tensor) and tuple(out.shape) == (B, h, 1, d_v):
+        out = out[:, :, 0]  # (B, h, 1, d_v): one query kept as a row; the same answer
+    return expect_tensor(out, f"the output of step at token {t} (batch={B}, n_heads={h}, d_v={d_v})", (B, h, d_v))
+
+
+def _check_reads_buffers(cache: Any, call: str, q: Tensor, k: Tensor, v: Tensor, window: int,
+                         g: torch.Generator) -> None:
+    """After T tokens, halve ``cache.keys`` and double ``cache.values`` in place, step one more token and fail
+    unless its output follows the tampered buffers: a cache that attends copies kept elsewhere (every token in
+    a hidden list, the window only mirrored into ``.keys``) fails here. q, k: (B, h, T, d_k), v: (B, h, T, d_v)."""
+    B, h, T, d_k = k.shape
+    qx, kx = (torch.randn(B, h, 1, d_k, generator=g) * 1.5 for _ in range(2))  # (B, h, 1, d_k)
+    vx = torch.randn(B, h, 1, v.shape[-1], generator=g)  # (B, h, 1, d_v)
+    with torch.no_grad():
+        cache.keys.mul_(0.5)
+        cache.values.mul_(2.0)
+    out = _window_step(cache, call, qx[:, :, 0], kx[:, :, 0], vx[:, :, 0], T).detach().double()
+    q_all, k_all, v_all = torch.cat([q, qx], 2), torch.cat([k, kx], 2), torch.cat([v, vx], 2)
+    held = slice(max(0, T - window + 1), T)  # the tokens still in the window at token T, before it
+    k_tampered, v_tampered = k_all.clone(), v_all.clone()
+    k_tampered[:, :, held] *= 0.5
+    v_tampered[:, :, held] *= 2.0
+    if close(out, window_reference(q_all, k_tampered, v_tampered, window)[:, :, -1].double()):
+        return
+    followed = "" if not close(out, window_reference(q_all, k_all, v_all, window)[:, :, -1].double()) else (
+        ": it is the output of the untouched keys and values, so step attends copies kept elsewhere")
+    raise CheckFailed(f"after {T} tokens the checker halved cache.keys and doubled cache.values in place, and the "
+                      f"output of your {call} at the next token did not follow{followed}. Attend what cache.keys "
+                      "and cache.values hold, and keep nothing more: the point of the cache is that memory stops "
+                      "growing at window tokens.")
+
+
 @checker("11.6", "a rolling cache for a sliding window")
 def check_window_cache(cache_class: Callable[..., Any]) -> str:
     """Check ``cache_class(window, batch, n_heads, d_k, d_v)`` with ``.step(q, k, v) -> (batch, n_heads, d_v)``:
-    fed token by token, it holds at most ``window`` tokens in ``.keys``/``.values`` and its outputs equal attention
-    under ``sliding_window_mask`` over the whole sequence."""
+    fed token by token, it holds at most ``window`` tokens in ``.keys``/``.values``, keeps the same two tensors
+    once they are full, attends what they hold, and its outputs equal attention under ``sliding_window_mask``
+    over the whole sequence."""
     def slots_for(window: int) -> int | None:
         """Slots of cache.keys in a fresh cache of this window after one token; None if that fails."""
         try:
@@ -823,39 +876,59 @@ def check_window_cache(cache_class: Callable[..., Any]) -> str:
             return None
 
     g = torch.Generator().manual_seed(16)
-    cases = ((2, 3, 4, 5, 3, 10), (1, 2, 8, 8, 4, 13), (2, 2, 4, 3, 6, 5), (1, 1, 6, 2, 1, 4), (1, 2, 4, 4, 2, 7))
+    cases = ((2, 3, 4, 5, 3, 10), (1, 2, 8, 8, 4, 13), (2, 2, 4, 3, 6, 5), (1, 1, 6, 2, 1, 4), (1, 2, 4, 4, 2, 7),
+             (1, 2, 4, 3, 5, 12))
     for B, h, d_k, d_v, window, T in cases:
         q, k = (torch.randn(B, h, T, d_k, generator=g) * 1.5 for _ in range(2))  # (B, h, T, d_k)
         v = torch.randn(B, h, T, d_v, generator=g)  # (B, h, T, d_v)
         call = f"WindowCache(window={window}, batch={B}, n_heads={h}, d_k={d_k}, d_v={d_v})"
-        cache = call_student(cache_class, window, B, h, d_k, d_v, what=f"your {call}")
+        with _EmptyIsNaN():
+            cache = call_student(cache_class, window, B, h, d_k, d_v, what=f"your {call}")
         if not callable(getattr(cache, "step", None)):
             raise CheckFailed(f"{call} has no method step(q, k, v): add it to the class.")
         outputs = []
+        full: tuple[Tensor, Tensor] | None = None  # the two buffers once full, held so their memory is not reused
+        garbage = None  # the first token after which a buffer held NaN or Inf
         for t in range(T):
-            out = call_student(cache.step, q[:, :, t].clone(), k[:, :, t].clone(), v[:, :, t].clone(),
-                               what=f"step of your {call} at token {t}")
-            if isinstance(out, Tensor) and tuple(out.shape) == (B, h, 1, d_v):
-                out = out[:, :, 0]  # (B, h, 1, d_v): one query kept as a row; the same answer
-            out = expect_tensor(out, f"the output of step at token {t} (batch={B}, n_heads={h}, d_v={d_v})",
-                                (B, h, d_v))
+            out = _window_step(cache, call, q[:, :, t], k[:, :, t], v[:, :, t], t)
             _check_buffer(cache, "keys", k, t, window, t + 1, slots_for)
             _check_buffer(cache, "values", v, t, window, t + 1, slots_for)
+            if garbage is None and not (bool(torch.isfinite(cache.keys).all())
+                                        and bool(torch.isfinite(cache.values).all())):
+                garbage = t
+            if full is not None and (cache.keys.data_ptr(), cache.values.data_ptr()) != (
+                    full[0].data_ptr(), full[1].data_ptr()):
+                raise CheckFailed(
+                    f"at token {t} (window={window}) cache.keys or cache.values is a new tensor, though the buffer "
+                    "was already full: allocate the window slots once and write each new token into the oldest "
+                    "slot in place (self.keys[:, :, slot] = k). torch.cat, torch.roll or torch.stack (of a list or "
+                    "deque) make a new tensor, a copy of the whole window, at every step.")
+            if full is None and cache.keys.shape[2] == window:
+                full = (cache.keys, cache.values)
             outputs.append(out.detach().double())
         got = torch.stack(outputs, dim=2)  # (B, h, T, d_v)
         want = window_reference(q, k, v, window).double()
         if close(got, want):
+            _check_reads_buffers(cache, call, q, k, v, window, g)
             continue
         what = f"your outputs ({call}, {T} tokens)"
         mistakes = {
             "Scale the scores by 1/sqrt(d_k), as in every attention of this book.":
                 (window_reference(q, k, v, window, scale=False), 0),
+            "You divided the scores by d_k: scale them by 1/sqrt(d_k), the square root.":
+                (window_reference(q / math.sqrt(d_k), k, v, window), 0),
             "While the buffer fills, the slots that hold no token yet took part in the softmax (a zero key scores "
             "0, not -inf, and takes weight): attend only the slots written so far.":
                 (window_reference(q, k, v, window, empty_slots=True), 0),
             "Each token attended the window before it but not itself: write the token's key and value into the "
             "buffer first, then attend (its own key is one of the window's).":
                 (window_reference(q, k, v, window, exclude_self=True), 1),
+            f"You attended {window + 1} tokens, not {window}: the window counts the token itself. Write k and v "
+            f"into the ring first, then attend its {window} slots, not the {window} slots plus the new key.":
+                (window_reference(q, k, v, window + 1), 0),
+            "Each output is the token's own value v: attention weighs the values of every token in the window by "
+            "softmax(q k / sqrt(d_k)) over the slots.":
+                (v, 0),
         }
         if window > 1:
             mistakes[f"You attended {window - 1} tokens, not {window}: the window counts the token itself and the "
@@ -869,11 +942,22 @@ def check_window_cache(cache_class: Callable[..., Any]) -> str:
                               "weight went to slots that hold no token. Attend the slots you wrote (token 0's slot "
                               "is the one step just filled), not a fixed range of slot numbers.")
         nan = [t for t in bad if bool(torch.isnan(got[:, :, t]).any())]
+        if nan and garbage is not None and garbage <= nan[0]:
+            raise CheckFailed(f"{what} are NaN at token {nan[0]}, and your buffers held NaN or Inf after token "
+                              f"{garbage}, in slots no token was written to yet (torch.empty leaves whatever was in "
+                              "memory; the checker fills it with NaN): a masked weight of 0 times NaN is still NaN. "
+                              "Start the buffers at zeros (torch.zeros).")
         if nan:
             wrapped = (" At that token the buffer has just filled: did your count of tokens seen wrap around to 0? "
                        "Keep counting; only the slot is t % window." if nan[0] == window - 1 else "")
             raise CheckFailed(f"{what} are NaN at token {nan[0]}: every slot was masked there (a softmax over a row "
                               f"of -inf), though the token's own key is always in the window.{wrapped}")
+        one = (got[:, :, :, None, :] - v.double()[:, :, None, :, :]).abs().amax(-1) <= 1e-6  # (B, h, T, T)
+        if bool(one.tril().any(-1).all()):
+            raise CheckFailed(f"{what} are each exactly one token's value v: all the weight went to one slot. "
+                              "F.scaled_dot_product_attention(..., is_causal=True) does this with one query: its "
+                              "mask is aligned top-left, so the query keeps only the first slot. The cache holds only "
+                              "tokens of the window: mask only the slots that hold no token yet, and no more.")
         if max(bad) < window - 1:
             raise CheckFailed(f"{what} are right once the buffer is full (from token {window - 1} on) but not while "
                               f"it fills (tokens {', '.join(map(str, bad))}): with t + 1 < window tokens seen, attend "
@@ -887,7 +971,8 @@ def check_window_cache(cache_class: Callable[..., Any]) -> str:
                               f"{min(bad)} on: after an overwrite, attend every slot (all of them hold a token of the "
                               "window), whatever order they are in.")
         expect_close(got[:, :, bad[0]], want[:, :, bad[0]], f"your output at token {bad[0]} ({call})")
-    return ("Your cache never held more than window tokens, and token by token it equals attention under "
-            "sliding_window_mask over the whole sequence, for windows from 1 to 6, shorter and longer than the "
-            "sequence. The slots are never put back in order: the softmax's weighted sum does not depend on the "
-            "order of the keys, and a position lives inside each key (RoPE rotates it before it is cached).")
+    return ("Your cache never held more than window tokens, kept the same two buffers once they were full and "
+            "attended what they hold, and token by token it equals attention under sliding_window_mask over the "
+            "whole sequence, for windows 1 to 6, shorter and longer than the sequence. A ring never has to put its "
+            "slots back in time order: the softmax's weighted sum does not depend on the order of the keys, and a "
+            "position lives inside each key (RoPE rotates it before it is cached).")

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..bpe import SPECIAL_TOKENS, WORD_START, BPETokenizer, encode_word, merge_word, merges_from_counts
 from ..decoding import beam_search, length_penalty_factor
-from ..translation import average_state_dicts, number_name, pad
+from ..translation import average_state_dicts, chrf_metric, number_name, pad
 from .core import CheckFailed, as_int, as_number, call_student, checker, describe, refuse_library
 from .experiment import compare_prediction, read_prediction
 
@@ -430,25 +430,40 @@ def check_average_checkpoints(fn: Callable[[list[dict[str, Tensor]]], dict[str, 
 
 # ---------------------------------------------------------------- 13.5 experiment: what the length penalty changes
 Winner = tuple[str, int, float]  # (output text, len(ids) with the end token, log-probability)
+Change = tuple[Winner, Winner, float]  # (at_0, at_2, break-even alpha of the pair)
 
 CHANGE_OPTIONS = {
-    "longer, less probable": "the new winner is longer and less probable",
-    "longer, more probable": "the new winner is longer and more probable",
-    "shorter, less probable": "the new winner is shorter and less probable",
-    "shorter, more probable": "the new winner is shorter and more probable",
+    "none": "none of the outputs changes",
+    "a few, closer": "a few outputs (at most half) change, and most new winners are closer to the reference",
+    "a few, further": "a few outputs (at most half) change, and most new winners are further from the reference",
+    "most, closer": "most outputs (more than half) change, and most new winners are closer to the reference",
+    "most, further": "most outputs (more than half) change, and most new winners are further from the reference",
 }
-_LENGTH_WHY = ("Dividing a negative log-probability by ((5 + L) / 6) ** alpha lifts a long hypothesis's score more "
-               "than a short one's (Exercise 13.3), so raising alpha can only hand the win to a longer output.")
-_PROBABILITY_WHY = ("At alpha 0 beam search keeps the most probable hypothesis it finished, and the ones it would "
-                    "finish later are less probable still, so any other winner is less probable: the penalty "
-                    "trades probability for length.")
+_HOW_MANY_WHY = ("A penalty hands the win to another output only where a longer finished hypothesis comes close to "
+                 "the best one in log-probability (its break-even alpha below 2); where the best output leads by "
+                 "a wide margin, as on most of these numbers, alpha 2 does not move it.")
+_CLOSER_WHY = ("At alpha 0 some winners here stop early ('zehn' for 10149); a longer output keeps more pieces of "
+               "the long reference name, and chrF, which weights recall twice as much as precision, rewards that "
+               "even when the output is still wrong.")
 ALPHAS = (0.0, 2.0)
 # Numbers beyond the training range that the checker asks about (as English names): 10149, 11630, 30108 and
-# 56812 change their beam-4 output between alpha 0 and alpha 2, the other eight do not; the second, smaller
-# call adds 69193, which changes too. For each, the best two finished hypotheses differ in score by at least
-# 0.02 at both alphas, so the same outputs change on every CPU (tests/test_exercises_ch13.py checks it).
+# 56812 change their beam-4 output between alpha 0 and alpha 2, the other eight do not. The second call, which
+# catches answers written into the code, draws two numbers of CHANGE_POOL (each changes its output) and one of
+# STABLE_POOL (none does) afresh at every call. For every number here the best two finished hypotheses differ
+# in score by at least 0.02 at both alphas, so the same outputs change on every CPU, and every change is to a
+# longer, less probable output (tests/test_exercises_ch13.py checks all three).
 CHANGE_NUMBERS = (10149, 11630, 27068, 30108, 34823, 37242, 56812, 76576, 80816, 91954, 95899, 99206)
-CHANGE_NUMBERS_AGAIN = (91954, 69193, 10149)
+CHANGE_POOL = (10217, 10273, 30139, 30950, 33503, 46309, 46756, 48691, 53258, 54695, 57008, 69198, 69838, 75293,
+               79538, 97109)
+STABLE_POOL = (21549, 23610, 27765, 28209, 32369, 43278, 45447, 61849, 62468, 71595, 72440, 87283)
+
+
+def _second_sources(rng: random.Random | None = None) -> list[str]:
+    """The second call's sources: two of CHANGE_POOL and one of STABLE_POOL, drawn afresh (system entropy)."""
+    rng = rng or random.Random()
+    numbers = rng.sample(CHANGE_POOL, 2) + rng.sample(STABLE_POOL, 1)
+    rng.shuffle(numbers)
+    return [number_name(n, "en") for n in numbers]
 
 
 def _beam_winner(model: Any, tokenizer: BPETokenizer, text: str, alpha: float, penalty: str = "gnmt",
@@ -486,14 +501,16 @@ def _reference_winner(text: str, alpha: float, penalty: str = "gnmt", beam_size:
 
 
 def _read_change_prediction(prediction: Any) -> str:
-    """The learner's prediction as a key of CHANGE_OPTIONS ("Longer and less probable" reads as one)."""
+    """The learner's prediction as a key of CHANGE_OPTIONS ("A few; closer." and "None at all" read as keys)."""
     said = _lowered(prediction)
     if isinstance(said, str):
         words = re.findall(r"[a-z]+", said)
-        length = [w for w in words if w in ("longer", "shorter")]
-        probability = [w for w in words if w in ("more", "less")]
-        if len(length) == 1 and len(probability) == 1:
-            said = f"{length[0]}, {probability[0]} probable"
+        how_many = [w for w in words if w in ("none", "few", "most")]
+        direction = ["further" if w == "farther" else w for w in words if w in ("closer", "further", "farther")]
+        if how_many == ["none"] and len(direction) <= 1:
+            said = "none"
+        elif len(how_many) == 1 and len(direction) == 1 and "not" not in words:
+            said = f"{'a few' if how_many[0] == 'few' else how_many[0]}, {direction[0]}"
     return read_prediction(said, CHANGE_OPTIONS)
 
 
@@ -506,25 +523,31 @@ def _as_winner(x: Any, where: str) -> Winner:
     return output, as_int(length, f"the length in {where}"), as_number(log_prob, f"the log_prob in {where}")
 
 
-def _change_records(got: Any, sources: list[str]) -> dict[str, tuple[Winner, Winner]]:
-    """The learner's list as {source: (at_0, at_2)}, every entry checked for its form."""
+def _change_records(got: Any, sources: list[str]) -> dict[str, Change]:
+    """The learner's list as {source: (at_0, at_2, alpha_star)}, every entry checked for its form."""
     if not isinstance(got, (list, tuple)):
-        raise CheckFailed("alpha_changes should return a list of (source, at_0, at_2) entries, one per source "
-                          f"whose output changes, got {describe(got)}")
-    records: dict[str, tuple[Winner, Winner]] = {}
+        raise CheckFailed("alpha_changes should return a list of (source, at_0, at_2, alpha_star) entries, one per "
+                          f"source whose output changes, got {describe(got)}")
+    records: dict[str, Change] = {}
     for i, entry in enumerate(got):
         if isinstance(entry, dict):
             raise CheckFailed(f"Entry {i} of your list is a dict with the keys {sorted(map(str, entry))}: make each "
-                              "entry the tuple (source, at_0, at_2), in that order.")
-        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
-            raise CheckFailed(f"Entry {i} of your list should be (source, at_0, at_2), got {describe(entry)}")
+                              "entry the tuple (source, at_0, at_2, alpha_star), in that order.")
+        if isinstance(entry, (tuple, list)) and len(entry) == 3:
+            raise CheckFailed(f"Entry {i} of your list has three parts: add the fourth, alpha_star, the break-even "
+                              "alpha of the two winners from your break_even_alpha of Exercise 13.3, to make it "
+                              "(source, at_0, at_2, alpha_star).")
+        if not isinstance(entry, (tuple, list)) or len(entry) != 4:
+            raise CheckFailed(f"Entry {i} of your list should be (source, at_0, at_2, alpha_star), got "
+                              f"{describe(entry)}")
         text = entry[0]
         if not isinstance(text, str) or text not in sources:
             raise CheckFailed(f"Entry {i} starts with {describe(text)}, which is not one of the sources you were "
                               "given: start each entry with the English source text, exactly as given.")
         if text in records:
             raise CheckFailed(f"{text!r} appears twice in your list: one entry per source.")
-        records[text] = (_as_winner(entry[1], f"the at_0 of {text!r}"), _as_winner(entry[2], f"the at_2 of {text!r}"))
+        records[text] = (_as_winner(entry[1], f"the at_0 of {text!r}"), _as_winner(entry[2], f"the at_2 of {text!r}"),
+                         as_number(entry[3], f"the alpha_star of {text!r}"))
     return records
 
 
@@ -612,13 +635,71 @@ def _explain_log_prob(where: str, alpha: float, got: float, want: Winner) -> Non
                       "score * ((5 + len(ids)) / 6) ** alpha for the score beam_search returns with it.")
 
 
-def _check_changes(records: dict[str, tuple[Winner, Winner]], sources: list[str], ref: Callable[..., Winner]) -> None:
+def _undefined(f: Callable[[], float]) -> float:
+    """``f()``, or NaN where a wrong formula takes the logarithm of a negative number or divides by zero."""
+    try:
+        return f()
+    except (ValueError, ZeroDivisionError):
+        return math.nan
+
+
+def _explain_break_even(text: str, got: float, at0: Winner, at2: Winner) -> None:
+    """Raise the hint for an alpha_star that is not the break-even alpha of the entry's two (checked) winners."""
+    (_, a, s), (_, b, l_) = at0, at2
+    want = break_even_alpha(s, a, l_, b)
+
+    def same(x: float) -> bool:
+        return math.isfinite(x) and math.isclose(got, x, rel_tol=1e-4, abs_tol=1e-6)
+
+    if same(want):
+        return
+    where = f"The alpha_star of {text!r}, {got:.4g},"
+    call = ("call break_even_alpha(s, a, l, b) with s and a the log_prob and length of at_0, l and b those of at_2 "
+            f"(here {s:.3f}, {a}, {l_:.3f}, {b})")
+    if not math.isfinite(got):
+        raise CheckFailed(f"{where} is not a finite number: {call}.")
+    if same(-want):
+        raise CheckFailed(f"{where} is negative: you swapped one pair only, the two lengths or the two "
+                          f"log-probabilities, so the longer output would win below it. {call[0].upper() + call[1:]}.")
+    if same(2.0) or same(0.6):
+        raise CheckFailed(f"{where} is an alpha you decode with, not the break-even alpha of the two winners, which "
+                          f"follows from their lengths and log-probabilities: {call}.")
+    if same(break_even_alpha(s, a, l_ / _lp(b, 2.0), b)):
+        raise CheckFailed(f"{where} comes from at_2's score, the log-probability divided by the penalty at alpha 2: "
+                          "give break_even_alpha the log-probabilities, the penalty undone, as in your at_0 and at_2.")
+    if same(_undefined(lambda: math.log(a / b) / math.log((5 + s) / (5 + l_)))):
+        raise CheckFailed(f"{where} passes each winner as (length, log_prob): Exercise 13.3's order is "
+                          f"(log-probability, length) per hypothesis. {call[0].upper() + call[1:]}.")
+    if same(_undefined(lambda: math.log(s / l_) / math.log(a / b))):
+        raise CheckFailed(f"{where} is the break-even alpha of the penalty length ** alpha: your break_even_alpha "
+                          "leaves out the 5 of ((5 + length) / 6) ** alpha (run Exercise 13.3's checker on it).")
+    def shifted(d: int) -> float:
+        return _undefined(lambda: math.log(s / l_) / math.log((5 + a + d) / (5 + b + d)))
+
+    if same(shifted(-1)) or same(shifted(1)):
+        raise CheckFailed(f"{where} shifts both lengths by one: pass len(ids) as it is, the end token included, "
+                          "the length the penalty counts.")
+    if same(_undefined(lambda: math.log((s / a) / (l_ / b)) / math.log((5 + a) / (5 + b)))):
+        raise CheckFailed(f"{where} uses log-probabilities per token: pass the sums, log_prob as in the entry.")
+    if want and same(1 / want):
+        raise CheckFailed(f"{where} is 1 / alpha: your break_even_alpha divides log((5 + a) / (5 + b)) by log(s / l), "
+                          "the other way round (run Exercise 13.3's checker on it).")
+    if same(_undefined(lambda: (s - l_) / math.log((5 + a) / (5 + b)))):
+        raise CheckFailed(f"{where} uses the difference of the log-probabilities, s - l: the penalty divides a "
+                          "log-probability, so your break_even_alpha should take log(s / l) (Exercise 13.3).")
+    if got >= 2:
+        raise CheckFailed(f"{where} is at or above 2, yet the longer output won at alpha 2, so the two penalised "
+                          f"scores cross below 2: {call}.")
+    raise CheckFailed(f"{where} should be {want:.4f}, the alpha at which at_0 and at_2 score the same: {call}.")
+
+
+def _check_changes(records: dict[str, Change], sources: list[str], ref: Callable[..., Winner]) -> None:
     """Compare the learner's entries with the checker's own beam search on the same sources."""
-    for text, (at0, at2) in records.items():
+    for text, (at0, at2, _) in records.items():
         want0, want2 = ref(text, 0.0), ref(text, 2.0)
         if want0[0] != want2[0] and (at0[0], at2[0]) == (want2[0], want0[0]):
             raise CheckFailed(f"For {text!r} your at_0 is the winner at alpha 2 and your at_2 the one at alpha 0: "
-                              "an entry is (source, the winner at alpha 0, the winner at alpha 2).")
+                              "an entry is (source, the winner at alpha 0, the winner at alpha 2, alpha_star).")
         for alpha, got, want in ((0.0, at0, want0), (2.0, at2, want2)):
             if got[0] != want[0]:
                 _explain_output(text, alpha, got[0], ref)
@@ -640,59 +721,101 @@ def _check_changes(records: dict[str, tuple[Winner, Winner]], sources: list[str]
     if missing:
         raise CheckFailed(f"Your list misses {missing[0]!r}: its beam-4 output at alpha 2 differs from the one at "
                           "alpha 0. Compare the decoded texts of the two runs for every source.")
-    for text, (at0, at2) in records.items():
+    for text, (at0, at2, _) in records.items():
         for alpha, got, want in ((0.0, at0, ref(text, 0.0)), (2.0, at2, ref(text, 2.0))):
             where = f"the at_{alpha:g} of {text!r}"
             _explain_length(where, got[1], want)
             _explain_log_prob(where, alpha, got[2], want)
+    for text, (at0, at2, alpha_star) in records.items():
+        _explain_break_even(text, alpha_star, at0, at2)
+
+
+def _call_changes(fn: Callable[..., Any], sources: list[str]) -> Any:
+    """The learner's ``alpha_changes`` on a fresh copy of the shipped model; a division by zero gets its cause."""
+    try:
+        return call_student(fn, *_shipped_model(), list(sources), what="your alpha_changes")
+    except CheckFailed as failure:
+        if "raised ZeroDivisionError" in str(failure):
+            raise CheckFailed("Your alpha_changes raised ZeroDivisionError. Exercise 13.3's alpha divides by "
+                              "log((5 + a) / (5 + b)), which is 0 when "
+                              "the two lengths are equal (the same output, or two outputs with as many characters): "
+                              "compute alpha_star only for the sources whose decoded output changes, with the "
+                              "lengths in tokens, len(ids), not in characters.") from None
+        raise
 
 
 @checker("13.5", "what the length penalty changes, and why")
 def check_alpha_changes(prediction: Any, fn: Callable[..., Any]) -> str:
     """Prediction first; then ``fn(model, tokenizer, sources)`` must list the sources whose beam-4 output changes
-    between alpha 0 and alpha 2, each winner as (output, len(ids), log-probability), as the checker's own beam
-    search finds them on its numbers beyond the training range (two calls, so a typed-in list fails)."""
+    between alpha 0 and alpha 2, each as (source, at_0, at_2, alpha_star) with the winners as (output, len(ids),
+    log-probability) and alpha_star their break-even alpha, as the checker's own beam search finds them on its
+    numbers beyond the training range. A second call on sources drawn afresh catches answers written into the
+    code; the summary scores the new winners against the reference and compares the outcome with the prediction."""
     key = _read_change_prediction(prediction)
     first = [number_name(n, "en") for n in CHANGE_NUMBERS]
-    records = _change_records(call_student(fn, *_shipped_model(), list(first), what="your alpha_changes"), first)
+    records = _change_records(_call_changes(fn, first), first)
     _check_changes(records, first, _reference_winner)
-    again = [number_name(n, "en") for n in CHANGE_NUMBERS_AGAIN]
-    raw = call_student(fn, *_shipped_model(), list(again), what="your alpha_changes")
+    again = _second_sources()
+    raw = _call_changes(fn, again)
     texts = [e[0] for e in raw if isinstance(e, (tuple, list)) and e and isinstance(e[0], str)] \
         if isinstance(raw, (list, tuple)) else []
     if any(t not in again for t in texts) and all(t in first for t in texts):
         raise CheckFailed("Asked about other sources, your alpha_changes answers for the first ones: build the "
                           "list from the sources you are given, not from entries written into the code.")
-    _check_changes(_change_records(raw, again), again, _reference_winner)
-    return _changes_summary([(t, records[t]) for t in first if t in records], len(first), key)
+    second = _change_records(raw, again)
+    changed = [s for s in again if _reference_winner(s, 0.0)[0] != _reference_winner(s, 2.0)[0]]
+    if not second and changed:
+        raise CheckFailed(f"Asked about other numbers beyond the range ({', '.join(map(repr, again))}), your "
+                          f"alpha_changes returns an empty list, yet {changed[0]!r} changes its output. It answered "
+                          "the first sources right, so it seems to look them up: build the list from the sources "
+                          "you are given, not from entries written into the code.")
+    _check_changes(second, again, _reference_winner)
+    references = {number_name(n, "en"): number_name(n, "de") for n in CHANGE_NUMBERS}
+    return _changes_summary([(t, records[t]) for t in first if t in records], len(first), key, references)
 
 
-def _changes_summary(rows: list[tuple[str, tuple[Winner, Winner]]], n_sources: int, key: str) -> str:
+def _closer(rows: list[tuple[str, Change]], references: dict[str, str]) -> tuple[int, int, int]:
+    """How many new winners score a higher and a lower sentence chrF than the old ones, and how many are exact."""
+    chrf = chrf_metric()
+    gains = [chrf.sentence_score(b[0], [references[t]]).score - chrf.sentence_score(a[0], [references[t]]).score
+             for t, (a, b, _) in rows]
+    exact = sum(b[0] == references[t] for t, (_, b, _) in rows)
+    return sum(g > 0 for g in gains), sum(g < 0 for g in gains), exact
+
+
+def _changes_summary(rows: list[tuple[str, Change]], n_sources: int, key: str, references: dict[str, str]) -> str:
     """What the learner's (checked) entries show, and the prediction against it."""
-    if not rows:
-        return f"None of the {n_sources} outputs changes between alpha 0 and alpha 2."
-    longer = sum(b[1] > a[1] for _, (a, b) in rows)
-    less = sum(b[2] < a[2] for _, (a, b) in rows)
     n = len(rows)
-    length = "longer" if longer == n else ("shorter" if longer == 0 and all(b[1] < a[1] for _, (a, b) in rows)
-                                           else "mixed")
-    probability = "less" if less == n else ("more" if less == 0 else "mixed")
-    outcome = f"{length}, {probability} probable"
-    text, (a, b) = rows[0]
-    example = (f"'{text}' gives {a[0]!r} ({a[1]} tokens, log-probability {a[2]:.2f}) at alpha 0 and {b[0]!r} "
-               f"({b[1]} tokens, {b[2]:.2f}) at alpha 2")
-    out = f"{n} of the {n_sources} outputs change between alpha 0 and alpha 2"
-    if outcome == "longer, less probable":
-        breaks = [math.log(a[2] / b[2]) / math.log((5 + a[1]) / (5 + b[1])) for _, (a, b) in rows]
-        out += (f"; every one gets longer and less probable. For example, {example}. A longer, less probable "
-                "hypothesis wins once alpha passes its break-even point (Exercise 13.3); on your entries that "
-                f"point lies between {min(breaks):.2f} and {max(breaks):.2f}, below 2. ")
+    how_many = "none" if not n else ("a few" if 2 * n <= n_sources else "most")
+    if not rows:
+        out, outcome = f"None of the {n_sources} outputs changes between alpha 0 and alpha 2.", "none"
     else:
-        out += f": {longer} get longer and {less} less probable. For example, {example}. "
+        closer, further, exact = _closer(rows, references)
+        direction = "closer" if closer > further else ("further" if further > closer else "mixed")
+        outcome = f"{how_many}, {direction}"
+        longer_less = all(b[1] > a[1] and b[2] < a[2] for _, (a, b, _) in rows)
+        out = (f"{n} of the {n_sources} outputs change between alpha 0 and alpha 2 ({how_many}), "
+               + ("each to a longer, less probable translation" if longer_less else
+                  f"{sum(b[1] > a[1] for _, (a, b, _) in rows)} to a longer and "
+                  f"{sum(b[2] < a[2] for _, (a, b, _) in rows)} to a less probable one")
+               + f", and {closer} of these {n} new winners are closer to the reference (a higher chrF), "
+               f"{further or 'none'} further; {exact or 'none'} exactly right")
+        out += ": the table's 'alpha 0 vs 0.6' row in miniature." if direction == "closer" else "."
+        alphas = [x for _, (_, _, x) in rows]
+        if longer_less:
+            out += (f" Why: your break-even alphas lie between {min(alphas):.2f} and {max(alphas):.2f}, below 2, so "
+                    "at alpha 2 the longer output scores higher (Exercise 13.3); "
+                    f"{sum(x < 0.6 for x in alphas)} of them lie below 0.6, the paper's alpha.")
+        text, (a, b, x) = rows[0]
+        out += (f" For example, '{text}' gives {a[0]!r} ({a[1]} tokens, log-probability {a[2]:.2f}) at alpha 0 and "
+                f"{b[0]!r} ({b[1]} tokens, {b[2]:.2f}) at alpha 2, break-even at alpha {x:.2f}.")
     if key == outcome:
-        return out + f"Your prediction ({key!r}) matches the measurement."
-    why = [w for part, w in ((length, _LENGTH_WHY), (probability, _PROBABILITY_WHY)) if part not in key]
-    return out + f"You predicted {key!r}; the measurement says {outcome!r}. " + " ".join(why)
+        return out + f" Your prediction ({key!r}) matches the measurement."
+    said_how_many, _, said_direction = key.partition(", ")
+    why = [_HOW_MANY_WHY] if said_how_many != how_many and how_many == "a few" else []
+    if outcome.endswith("closer") and said_direction != "closer":
+        why.append(_CLOSER_WHY)
+    return out + f" Your prediction, {key!r}, does not match the measurement, {outcome!r}. " + " ".join(why)
 
 
 # ---------------------------------------------------------------- 13.6 transfer: French

@@ -15,7 +15,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch, load_corpus, train_val_ids
+from ..charlm import charlm_split, lm_batch
 from ..mlm import EncoderOnlyLM, bert_mask, masked_loss
 from ..training import Callback, TrainHistory
 from ..validate import check_bool, check_int
@@ -59,9 +59,7 @@ def run_mlm(recipe: Recipe | None = None, steps: int | None = None, progress: bo
     check_bool("progress", progress)
     total = recipe["train"]["steps"] if steps is None else check_int("steps", steps, low=1)
     callbacks = [] if stop_after is None else [StopAfter(check_int("stop_after", stop_after, low=1, high=total))]
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, _ = train_val_ids(text, vocab)
+    vocab, train_ids, _ = charlm_split()
     V = len(vocab)
 
     def make_batch_fn(r: Recipe, generator: Any) -> Any:

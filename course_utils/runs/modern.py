@@ -11,7 +11,6 @@ compares it with the code's). Every training run goes through ``course_utils.tra
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -45,10 +44,8 @@ def train_lm(model: nn.Module, train_ids: Tensor, steps: int, lr: float, batch_s
     generator = torch.Generator().manual_seed(seed)
     config = TrainConfig(steps=steps, lr=lr, warmup=check_int("warmup", warmup, low=0), min_lr=min_lr,
                          optimizer="adamw", clip=1.0, weight_decay=0.01)
-    start = time.process_time()
-    train(model, lambda step: lm_batch(train_ids, batch_size, block_size, generator), config,
-          loss_fn=lm_loss, progress=False)
-    return time.process_time() - start
+    return train(model, lambda step: lm_batch(train_ids, batch_size, block_size, generator), config,
+                 loss_fn=lm_loss, progress=False).cpu_seconds  # the loop's CPU seconds, as every run reports them
 
 
 # Each change alone, then all together, against the 2017 block, at the same task and budget.
@@ -122,10 +119,9 @@ def run_variant(name: str, recipe: dict[str, Any] | None = None,
     recipe["seed"] = recipe["seed"] if seed is None else check_int("seed", seed, low=0)
     B, T = recipe["batch_size"], recipe["block_size"]
     config = ModernLMConfig(vocab_size=len(vocab), **recipe["model"], **recipe["variants"][name])
-    start = time.process_time()
     result = run(recipe, lambda r: ModernLM(config), lambda r, generator: lambda step: lm_batch(train_ids, B, T,
                  generator), progress=False, loss_fn=lm_loss)
-    cpu = time.process_time() - start
+    cpu = result.history.cpu_seconds  # CPU seconds of the training loop (TrainHistory's one clock)
     model: ModernLM = result.model  # type: ignore[assignment]  # runs.run returns the built model
     row = {"variant": name, "seed": recipe["seed"],
            "bits_per_char": round(bits_per_char(model, val_ids, T, recipe["eval_windows"]), 4),
@@ -193,6 +189,19 @@ def uptrain_more(model: nn.Module, train_ids: Tensor, steps: int, seed: int = 0,
     return uptrain(model, train_ids, seed * 1_000_003 + steps_done, {**UPTRAIN_RECIPE, "steps": steps})
 
 
+def _converted(n_kv_heads: int, charlm: DecoderOnly | None, data: tuple[CharVocab, Tensor, Tensor] | None
+               ) -> tuple[DecoderOnly, DecoderOnly, Tensor, Tensor]:
+    """(the character LM, its copy with n_kv_heads K/V heads, training ids, validation ids): what both
+    uptraining runs start from. With n_kv_heads = n_heads nothing is pooled (the control)."""
+    charlm = load_mha_charlm() if charlm is None else charlm
+    if not isinstance(charlm, DecoderOnly):
+        raise TypeError(f"charlm must be a DecoderOnly character LM, got {type(charlm).__name__}")
+    n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=charlm.config.n_heads)
+    _, train_ids, val_ids = data or charlm_data()
+    model = copy.deepcopy(charlm) if n_kv == charlm.config.n_heads else convert_to_gqa(charlm, n_kv)
+    return charlm, model, train_ids, val_ids
+
+
 def uptraining_curve(n_kv_heads: int, steps: list[int], seed: int = 0, charlm: DecoderOnly | None = None,
                      data: tuple[CharVocab, Tensor, Tensor] | None = None) -> list[float]:
     """Bits/char of the converted (or, with n_kv_heads = n_heads, copied) LM after each uptraining length. Chapter 11.
@@ -205,12 +214,7 @@ def uptraining_curve(n_kv_heads: int, steps: list[int], seed: int = 0, charlm: D
             set(steps)):
         raise ValueError(f"steps must be a non-empty increasing list of ints >= 0, got {steps!r}")
     check_int("seed", seed, low=0)
-    charlm = load_mha_charlm() if charlm is None else charlm
-    if not isinstance(charlm, DecoderOnly):
-        raise TypeError(f"charlm must be a DecoderOnly character LM, got {type(charlm).__name__}")
-    n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=charlm.config.n_heads)
-    _, train_ids, val_ids = data or charlm_data()
-    model = copy.deepcopy(charlm) if n_kv == charlm.config.n_heads else convert_to_gqa(charlm, n_kv)
+    charlm, model, train_ids, val_ids = _converted(n_kv_heads, charlm, data)
     out, done = [], 0
     for s in steps:
         if s > done:
@@ -234,12 +238,7 @@ def run_uptraining(n_kv_heads: int, seed: int = 0, charlm: DecoderOnly | None = 
     """
     check_positive_int("n_kv_heads", n_kv_heads)  # before anything is loaded or trained
     check_int("seed", seed, low=0)
-    charlm = load_mha_charlm() if charlm is None else charlm
-    if not isinstance(charlm, DecoderOnly):
-        raise TypeError(f"charlm must be a DecoderOnly character LM, got {type(charlm).__name__}")
-    n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=charlm.config.n_heads)
-    _, train_ids, val_ids = data or charlm_data()
-    model = copy.deepcopy(charlm) if n_kv == charlm.config.n_heads else convert_to_gqa(charlm, n_kv)
+    charlm, model, train_ids, val_ids = _converted(n_kv_heads, charlm, data)
     base, before = score(charlm, val_ids), score(model, val_ids)
     uptrain(model, train_ids, seed)
     return {"base": round(base, 4), "before": round(before, 4), "after": round(score(model, val_ids), 4)}
