@@ -201,13 +201,14 @@ def test_decoder_only_config_round_trips_through_the_checkpoint(tmp_path):
 def test_the_chapter_6_model_is_one_run():
     """Every shipped number about "the Chapter 6 model" comes from one seeded run: the checkpoint.
 
-    Chapter 8's side-by-side benchmark and Chapter 10's baselines each re-ran Chapter 6's fast
-    recipe; both runs score exactly like the shipped checkpoint on their own test sets (200 and
-    100 strings per length), so the chapters' different length-11 figures come from the test
-    strings, not from different models.
+    Chapter 10's baselines re-ran Chapter 6's fast recipe and score exactly like the shipped
+    checkpoint on their own test set (100 strings per length), so the chapters' different
+    length-11 figures come from the test strings, not from different models. Chapter 8's
+    side-by-side benchmark re-ran the recipe on a later machine, whose arithmetic gives another
+    run: Chapter 8 says so and prints the lengths where the two differ, which must be these.
     """
     from course_utils.evaluation import evaluate_by_length
-    from course_utils.runs.reversal import load_reversal_model
+    from course_utils.runs.reversal import FAST_RECIPE, load_reversal_model
 
     model = load_reversal_model()
     for asset, part, n in (("ch08_reversal_benchmark.json", "encoder-decoder", 200),
@@ -215,7 +216,13 @@ def test_the_chapter_6_model_is_one_run():
         data = load_asset(asset)
         record = data[part] if part == "encoder-decoder" else data[part]["transformer"]
         scores = evaluate_by_length(model, range(3, 16), n)
-        assert record["exact_match"] == {str(k): round(100 * v["exact_match"], 1) for k, v in scores.items()}, asset
+        differ = [k for k, v in scores.items() if record["exact_match"][str(k)] != round(100 * v["exact_match"], 1)]
+        if part == "encoder-decoder":
+            assert data["recipe"]["encoder-decoder"] == FAST_RECIPE
+            printed = f"differs from Chapter 6's shipped model: {differ or 'none'}"
+            assert printed in (ROOT / "chapters" / "08_decoder_only.ipynb").read_text(), printed
+        else:
+            assert differ == [], asset
 
 
 # Written exemptions: utils.set_seed is the seeding helper itself (Chapter 1); training.train is the one loop.
