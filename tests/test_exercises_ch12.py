@@ -411,6 +411,9 @@ def train_mode_everywhere(model, images, labels, patch):
     import itertools
 
     model = copy.deepcopy(model).train()
+    # the checker recognises train mode by the accuracies dropout gives under seeds 0-7; the global RNG
+    # state here depends on the tests run before this one, so fix it (a learner's is arbitrary)
+    torch.manual_seed(0)
     acc = lambda m, x: (m(x).argmax(-1) == labels).float().mean().item()  # noqa: E731
     with torch.no_grad():
         zeroed = copy.deepcopy(model)

@@ -660,7 +660,7 @@ def _explain_break_even(text: str, got: float, at0: Winner, at2: Winner) -> None
         raise CheckFailed(f"{where} is not a finite number: {call}.")
     if same(-want):
         raise CheckFailed(f"{where} is negative: you swapped one pair only, the two lengths or the two "
-                          f"log-probabilities, so the longer output would win below it. {call}.")
+                          f"log-probabilities, so the longer output would win below it. {call[0].upper() + call[1:]}.")
     if same(2.0) or same(0.6):
         raise CheckFailed(f"{where} is an alpha you decode with, not the break-even alpha of the two winners, which "
                           f"follows from their lengths and log-probabilities: {call}.")
@@ -669,7 +669,7 @@ def _explain_break_even(text: str, got: float, at0: Winner, at2: Winner) -> None
                           "give break_even_alpha the log-probabilities, the penalty undone, as in your at_0 and at_2.")
     if same(_undefined(lambda: math.log(a / b) / math.log((5 + s) / (5 + l_)))):
         raise CheckFailed(f"{where} passes each winner as (length, log_prob): Exercise 13.3's order is "
-                          f"(log-probability, length) per hypothesis. {call}.")
+                          f"(log-probability, length) per hypothesis. {call[0].upper() + call[1:]}.")
     if same(_undefined(lambda: math.log(s / l_) / math.log(a / b))):
         raise CheckFailed(f"{where} is the break-even alpha of the penalty length ** alpha: your break_even_alpha "
                           "leaves out the 5 of ((5 + length) / 6) ** alpha (run Exercise 13.3's checker on it).")
@@ -735,8 +735,9 @@ def _call_changes(fn: Callable[..., Any], sources: list[str]) -> Any:
     try:
         return call_student(fn, *_shipped_model(), list(sources), what="your alpha_changes")
     except CheckFailed as failure:
-        if "ZeroDivisionError" in str(failure):
-            raise CheckFailed(f"{failure} Exercise 13.3's alpha divides by log((5 + a) / (5 + b)), which is 0 when "
+        if "raised ZeroDivisionError" in str(failure):
+            raise CheckFailed("Your alpha_changes raised ZeroDivisionError. Exercise 13.3's alpha divides by "
+                              "log((5 + a) / (5 + b)), which is 0 when "
                               "the two lengths are equal (the same output, or two outputs with as many characters): "
                               "compute alpha_star only for the sources whose decoded output changes, with the "
                               "lengths in tokens, len(ids), not in characters.") from None
