@@ -841,9 +841,13 @@ def _check_reads_buffers(cache: Any, call: str, q: Tensor, k: Tensor, v: Tensor,
     B, h, T, d_k = k.shape
     qx, kx = (torch.randn(B, h, 1, d_k, generator=g) * 1.5 for _ in range(2))  # (B, h, 1, d_k)
     vx = torch.randn(B, h, 1, v.shape[-1], generator=g)  # (B, h, 1, d_v)
-    with torch.no_grad():
-        cache.keys.mul_(0.5)
-        cache.values.mul_(2.0)
+    try:
+        with torch.no_grad():
+            cache.keys.mul_(0.5)
+            cache.values.mul_(2.0)
+    except RuntimeError as error:
+        raise CheckFailed(f"the checker could not scale cache.keys and cache.values in place ({error}): keep them as "
+                          "two plain tensors that step writes into, not views made by expand.") from None
     out = _window_step(cache, call, qx[:, :, 0], kx[:, :, 0], vx[:, :, 0], T).detach().double()
     q_all, k_all, v_all = torch.cat([q, qx], 2), torch.cat([k, kx], 2), torch.cat([v, vx], 2)
     held = slice(max(0, T - window + 1), T)  # the tokens still in the window at token T, before it
