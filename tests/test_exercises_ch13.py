@@ -1057,3 +1057,10 @@ def test_transfer_prediction_must_be_a_choice():
 def test_transfer_failures_do_not_print_the_reference():
     result = check_transfer(predict_more, tokens_total)
     assert not result.passed and "reference" not in result.message, result.message
+
+
+def test_alpha_changes_names_exercise_13_3_when_the_learners_is_a_stub():
+    """In the notebook alpha_changes calls the learner's break_even_alpha by name: a stub there is named."""
+    namespace = {"break_even_alpha": _stub, "changes_ref": changes_ref}
+    exec("def alpha_changes(model, tok, sources):\n    return changes_ref(model, tok, sources)\n", namespace)
+    fails_with(check_alpha_changes(predict_right, namespace["alpha_changes"]), "Exercise 13.3 is not written yet")
