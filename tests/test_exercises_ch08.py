@@ -609,6 +609,8 @@ def test_induction_experiment_takes_the_learners_one_layer_model(two_layer):
     assert not result.passed and "AttentionOnly" in result.message, result.message
     result = run(lambda: (LookBack(1.5, 0.0), []))
     assert not result.passed and "AttentionOnly" in result.message, result.message
+    result = run(lambda: (untrained_one_layer(), [0.5] * 300))  # reference_attention_only's (model, losses)
+    assert not result.passed and "returns a tuple" in result.message and len(result.message) < 400, result.message
     assert run(stub).not_implemented
     result = run(LookBack(1.5, 0.0))  # a model given directly is used as it is
     assert result.passed and "in your run" in result.message, result.message

@@ -627,6 +627,9 @@ def _learner_one_layer(one_layer_model: Any) -> nn.Module | None:
         raise CheckFailed(f"one_layer_model must be your trained one-layer model or a function that returns it, got "
                           f"{describe(one_layer_model)}")
     model = call_student(one_layer_model, what="your one-layer model")
+    if isinstance(model, tuple) and model and isinstance(model[0], AttentionOnly):
+        raise CheckFailed("your one-layer model function returns a tuple: reference_attention_only returns (model, "
+                          "losses); return the model, its first element.")
     if not isinstance(model, AttentionOnly):
         raise CheckFailed(f"your one-layer model should be the chapter's AttentionOnly model with one layer, trained "
                           f"as the two-layer one (reference_attention_only(n_layers=1) returns (model, losses)), got "
