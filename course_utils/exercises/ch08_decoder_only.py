@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, cast
@@ -16,7 +17,7 @@ from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..masks import causal_mask
 from ..model import EncoderBlock
 from ..sampling import top_k_filter, top_p_filter
-from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor, fail_on_mistake
+from .core import CheckFailed, _one_line, call_student, checker, describe, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected
 
 
@@ -298,6 +299,9 @@ def _trigram_variant(train: Tensor, val: Tensor, V: int, kind: str) -> float:
     elif kind == "context_from_val":  # the context counts taken from the validation ids
         val_counts = torch.bincount((val[:-2] * V + val[1:-1]) * V + val[2:], minlength=V**3).double().view(V * V, V)
         p = (counts[a_b, c] + 1) / (val_counts.sum(dim=1)[a_b] + V)
+    elif kind == "bigram_same_chars":  # the bigram p(c | b), scored on the trigram's len(val) - 2 predictions
+        pairs = torch.bincount(pair(train), minlength=V * V).double().view(V, V) + 1  # (V, V): row = b
+        p = (pairs / pairs.sum(dim=1, keepdim=True))[val[1:-1], c]
     elif kind == "log_of_mean":
         return float(-probs[a_b, c].mean().log2())
     elif kind == "sum":
@@ -329,6 +333,8 @@ def _trigram_mistakes(train: Tensor, val: Tensor, V: int) -> dict[str, float]:
         "text.": trigram_bits(torch.cat([train, val]), val, V),
         "That is the bigram baseline: condition on the two previous characters.":
             ngram_bits_per_char(train, val, 2, V, alpha=1.0),
+        "That is the bigram p(c | b), scored on the same characters: condition on both previous characters, "
+        "p(c | a, b).": variant("bigram_same_chars"),
         "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
         "add V (not 1) to the context's count.": variant("plus_one_denominator"),
         "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
@@ -636,6 +642,14 @@ def _learner_one_layer(one_layer_model: Any) -> nn.Module | None:
                           f"{describe(model)}")
     if len(model.attn) != 1:
         raise CheckFailed(f"your one-layer model has {len(model.attn)} layers: change that one thing, n_layers=1.")
+    probe = torch.zeros(1, 24, dtype=torch.long)  # (1, 24): one sequence as long as the checker's
+    try:
+        with torch.no_grad():
+            model(probe)
+    except Exception as error:
+        raise CheckFailed(f"your one-layer model's forward pass raised {type(error).__name__}: {_one_line(error)}. "
+                          "Build it with reference_attention_only(n_layers=1) and train it, rather than cutting "
+                          "layers out of a trained model.") from None
     return model
 
 
@@ -687,6 +701,12 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     learnt = TWO_LAYER_GAIN.low
     outcome = ("neither learns it" if gains[2] < learnt else
                "one layer is enough" if gains[1] >= learnt else "two layers needed")
-    return (f"{judge_range(gains[1], ONE_LAYER_GAIN, what='the one-layer gain', show=True)} "
-            f"{judge_range(gains[2], TWO_LAYER_GAIN, what='the two-layer gain', show=True)} "
+    # the quantity names whose model was measured: the learner's (trained as they chose) or the checker's
+    ranges = {1: ONE_LAYER_GAIN, 2: TWO_LAYER_GAIN}
+    for n, given in ((1, one_layer_model), (2, two_layer_model)):
+        if given is not None:
+            ranges[n] = dataclasses.replace(ranges[n], quantity=f"copy gain of your {'one' if n == 1 else 'two'}"
+                                                                f"-layer model")
+    return (f"{judge_range(gains[1], ranges[1], what='the one-layer gain', show=True)} "
+            f"{judge_range(gains[2], ranges[2], what='the two-layer gain', show=True)} "
             f"{compare_prediction(guess, outcome)}")
