@@ -934,10 +934,20 @@ def test_alpha_changes_explains_a_wrong_prediction():
     half = check_alpha_changes("a few, further", changes_ref)
     assert half.passed and "weights recall" in half.message and "wide margin" not in half.message
     none = check_alpha_changes("None at all", changes_ref)
-    assert none.passed and "Your prediction, 'none', does not match" in none.message and "wide margin" in none.message
+    assert none.passed and "Your prediction, 'none', does not match" in none.message, none.message
+    assert "Some outputs do change" in none.message and "wide margin" not in none.message, none.message
 
 
-@pytest.mark.parametrize("said", ["longer, less probable", "a few", "a few, not closer", "most, closer or further"])
+@pytest.mark.parametrize("said,key", [("4, closer", "a few, closer"), ("0", "none"), ("6, closer", "a few, closer"),
+                                      ("9 of 12, further", "most, further"), ("7/12 closer", "most, closer")])
+def test_alpha_changes_reads_a_count_as_its_word(said, key):
+    result = check_alpha_changes(said, changes_ref)
+    assert result.passed and (f"({key!r})" in result.message or f"{key!r}, does not match" in result.message), \
+        result.message
+
+
+@pytest.mark.parametrize("said", ["longer, less probable", "a few", "a few, not closer", "most, closer or further",
+                                  "13, closer", "4 or 5, closer"])
 def test_alpha_changes_prediction_must_say_how_many_and_which_way(said):
     fails_with(check_alpha_changes(said, changes_ref), "not one of the choices", "'a few, closer'")
 

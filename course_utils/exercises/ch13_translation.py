@@ -442,6 +442,8 @@ CHANGE_OPTIONS = {
 _HOW_MANY_WHY = ("A penalty hands the win to another output only where a longer finished hypothesis comes close to "
                  "the best one in log-probability (its break-even alpha below 2); where the best output leads by "
                  "a wide margin, as on most of these numbers, alpha 2 does not move it.")
+_NONE_WHY = ("Some outputs do change: where a longer finished hypothesis comes close enough to the best one in "
+             "log-probability (its break-even alpha below 2), alpha 2 hands it the win, as in the example above.")
 _CLOSER_WHY = ("At alpha 0 some winners here stop early ('zehn' for 10149); a longer output keeps more pieces of "
                "the long reference name, and chrF, which weights recall twice as much as precision, rewards that "
                "even when the output is still wrong.")
@@ -501,11 +503,16 @@ def _reference_winner(text: str, alpha: float, penalty: str = "gnmt", beam_size:
 
 
 def _read_change_prediction(prediction: Any) -> str:
-    """The learner's prediction as a key of CHANGE_OPTIONS ("A few; closer." and "None at all" read as keys)."""
+    """The learner's prediction as a key of CHANGE_OPTIONS ("A few; closer.", "None at all" and a count of the 12,
+    "4, closer", read as keys)."""
     said = _lowered(prediction)
     if isinstance(said, str):
         words = re.findall(r"[a-z]+", said)
         how_many = [w for w in words if w in ("none", "few", "most")]
+        counts = re.findall(r"\d+", re.sub(r"(?:of|/)\s*12\b", "", said))  # "4 of 12": the count is 4
+        if not how_many and len(counts) == 1 and int(counts[0]) <= len(CHANGE_NUMBERS):  # "4, closer": a count
+            n = int(counts[0])
+            how_many = ["none" if n == 0 else "few" if 2 * n <= len(CHANGE_NUMBERS) else "most"]
         direction = ["further" if w == "farther" else w for w in words if w in ("closer", "further", "farther")]
         if how_many == ["none"] and len(direction) <= 1:
             said = "none"
@@ -821,7 +828,8 @@ def _changes_summary(rows: list[tuple[str, Change]], n_sources: int, key: str, r
     if key == outcome:
         return out + f" Your prediction ({key!r}) matches the measurement."
     said_how_many, _, said_direction = key.partition(", ")
-    why = [_HOW_MANY_WHY] if said_how_many != how_many and how_many == "a few" else []
+    why = ([_NONE_WHY if said_how_many == "none" else _HOW_MANY_WHY]
+           if said_how_many != how_many and how_many == "a few" else [])
     if outcome.endswith("closer") and said_direction != "closer":
         why.append(_CLOSER_WHY)
     return out + f" Your prediction, {key!r}, does not match the measurement, {outcome!r}. " + " ".join(why)
