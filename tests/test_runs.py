@@ -225,6 +225,25 @@ def test_the_chapter_6_model_is_one_run():
             assert differ == [], asset
 
 
+def test_the_reversal_grid_holds_what_chapter_8_says():
+    """Chapter 8's decoder-only recipe is claimed to hold at least 99.5 % exact match at every length 3-10
+    for seeds 0-2 in three numerics settings: the shipped grid has those nine runs of today's recipe, its
+    summary is recomputed from them, and Chapter 8 prints the least of the nine."""
+    from course_utils.runs.registry import GRID_FILE, ch08_grid_recipe
+
+    grid = load_asset(GRID_FILE)
+    assert grid["recipe"] == json.loads(json.dumps(ch08_grid_recipe()))
+    seeds, settings = grid["recipe"]["grid"]["seeds"], grid["recipe"]["grid"]["settings"]
+    assert [(r["seed"], r["setting"]) for r in grid["runs"]] == [(s, k) for s in seeds for k in settings]
+    for run in grid["runs"]:
+        assert sorted(run["exact_match"], key=int) == [str(n) for n in range(3, 11)], run
+        assert run["least"] == min(run["exact_match"].values()) >= 99.5, run
+        assert run["torch_threads"] == (2 if run["setting"] == "2 threads" else 1), run
+    assert grid["least"] == min(r["least"] for r in grid["runs"])
+    printed = f"least over lengths 3-10 of all nine runs: {grid['least']} %"
+    assert printed in (ROOT / "chapters" / "08_decoder_only.ipynb").read_text(), printed
+
+
 # Written exemptions: utils.set_seed is the seeding helper itself (Chapter 1); training.train is the one loop.
 EXEMPT = {("utils.py", "seeds"), ("training.py", "loop")}
 

@@ -56,6 +56,17 @@ def ch08_benchmark_recipe() -> dict[str, Any]:
             "benchmark": {"n_per_length": 200, "eval_every": 25, "lengths": [3, 15], "torch_threads": 1}}
 
 
+GRID_FILE = "ch08_reversal_grid.json"
+
+
+def ch08_grid_recipe() -> dict[str, Any]:
+    """The recipe of Chapter 8's robustness grid (``benchmarks/reversal_grid.py``): the decoder-only recipe,
+    trained for each seed in each numerics setting, greedy exact match on 200 strings per length."""
+    return {"decoder-only": DECODER_ONLY_RECIPE,
+            "grid": {"seeds": [0, 1, 2], "settings": ["1 thread", "2 threads", "portable kernels"],
+                     "n_per_length": 200, "lengths": [3, 10]}}
+
+
 REGISTRY: dict[str, Callable[[], Any]] = {
     REVERSAL_CHECKPOINT: lambda: FAST_RECIPE,
     DECODER_ONLY_CHECKPOINT: lambda: DECODER_ONLY_RECIPE,
@@ -65,6 +76,7 @@ REGISTRY: dict[str, Callable[[], Any]] = {
     RESULTS_FILE: results_recipe,
     ABLATIONS_FILE: ablations_recipe,
     BENCHMARK_FILE: ch08_benchmark_recipe,
+    GRID_FILE: ch08_grid_recipe,
     EXTRA_ROWS_FILE: extra_rows_recipe,
     MODERN_BLOCK_FILE: lambda: MODERN_BLOCK_RECIPE,
     ATTENTION_AT_SCALE_FILE: lambda: ATTENTION_AT_SCALE_RECIPE,
@@ -89,6 +101,9 @@ MADE_BY: dict[str, tuple[str, str]] = {
                         "bits/char)", "python scripts/train_checkpoint.py --run charlm"),
     BENCHMARK_FILE: ("Chapter 8's side-by-side table: both architectures trained in one run",
                      "python benchmarks/reversal.py --arch both --eval-every 25 --threads 1 --write"),
+    GRID_FILE: ("Chapter 8's robustness grid: the decoder-only reversal recipe for seeds 0-2 with one thread, two "
+                "threads and the portable kernels (`ATEN_CPU_CAPABILITY=default`), exact match at lengths 3-10",
+                "python benchmarks/reversal_grid.py --write"),
     checkpoint_file(WINNER): ("Chapter 9's winning recipe, trained on lengths 3-10, with its exact match and token "
                               "accuracy at lengths 3-40", "python scripts/train_checkpoint.py --run length"),
     checkpoint_file(LOSER): ("Chapter 9's paper's sinusoidal model (the experiment's steps), trained on lengths "
