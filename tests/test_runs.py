@@ -235,10 +235,10 @@ def test_the_reversal_grid_holds_what_chapter_8_says():
     assert grid["recipe"] == json.loads(json.dumps(ch08_grid_recipe()))
     seeds, settings = grid["recipe"]["grid"]["seeds"], grid["recipe"]["grid"]["settings"]
     assert [(r["seed"], r["setting"]) for r in grid["runs"]] == [(s, k) for s in seeds for k in settings]
-    for run in grid["runs"]:
-        assert sorted(run["exact_match"], key=int) == [str(n) for n in range(3, 11)], run
-        assert run["least"] == min(run["exact_match"].values()) >= 99.5, run
-        assert run["torch_threads"] == (2 if run["setting"] == "2 threads" else 1), run
+    for one in grid["runs"]:
+        assert sorted(one["exact_match"], key=int) == [str(n) for n in range(3, 11)], one
+        assert one["least"] == min(one["exact_match"].values()) >= 99.5, one
+        assert one["torch_threads"] == (2 if one["setting"] == "2 threads" else 1), one
     assert grid["least"] == min(r["least"] for r in grid["runs"])
     printed = f"least over lengths 3-10 of all nine runs: {grid['least']} %"
     assert printed in (ROOT / "chapters" / "08_decoder_only.ipynb").read_text(), printed
