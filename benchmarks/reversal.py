@@ -113,6 +113,7 @@ def main() -> None:
             recipe = decoder_only if arch == "decoder-only" else fast_recipe
             out[arch] = run(recipe, args.n_per_length, args.eval_every)
             out[arch]["torch_threads"] = torch.get_num_threads()
+            out[arch]["cpu_capability"] = torch.backends.cpu.get_cpu_capability()  # DEFAULT: the portable kernels
         result = out if args.arch == "both" else out[args.arch]
         # the full recipe of this result, compared with the code by `python -m course_utils.runs check`
         result["recipe"] = {**({arch: out[arch].pop("recipe") for arch in list(out)} if args.arch == "both"

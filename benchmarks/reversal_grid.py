@@ -9,10 +9,11 @@ torch thread, two threads, and one thread with PyTorch's portable CPU kernels
 (``ATEN_CPU_CAPABILITY=default``). Each run is ``benchmarks/reversal.py --arch decoder-only`` in
 its own process (the kernel setting is read when torch starts) and scores greedy exact match on
 200 fresh strings per length. The record keeps every run's exact match at lengths 3-10, the
-least over those lengths, and its CPU seconds; ``least`` is the least of all nine. The
+least over those lengths, the number of strings, its thread count and the CPU kernels torch
+used (``DEFAULT``: the portable ones); ``least`` is the least of all nine. No timings: the
 one-thread runs go two at a time (``--jobs 2``: one per core, the two-thread runs alone), which
-changes their timings, not their results: a run's arithmetic depends on its thread count and
-kernels, not on what else the machine does.
+would change their timings, not their results, since a run's arithmetic depends on its thread
+count and kernels, not on what else the machine does.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ def one_run(seed: int, setting: str) -> dict:
     threads, extra = SETTINGS[setting]
     env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}  # this machine's kernels unless set
     env.update({"OMP_NUM_THREADS": str(threads), **extra})
+    grid = ch08_grid_recipe()["grid"]
     command = [sys.executable, str(ROOT / "benchmarks" / "reversal.py"), "--arch", "decoder-only",
-               "--threads", str(threads), "--seed", str(seed)]
+               "--threads", str(threads), "--seed", str(seed), "--n-per-length", str(grid["n_per_length"])]
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"seed {seed}, {setting}: benchmarks/reversal.py failed:\n{done.stderr[-2000:]}")
@@ -51,12 +53,15 @@ def one_run(seed: int, setting: str) -> dict:
     ran = record["recipe"]["decoder-only"]
     if {**ran, "seed": DECODER_ONLY_RECIPE["seed"]} != json.loads(json.dumps(DECODER_ONLY_RECIPE)):
         raise RuntimeError(f"seed {seed}, {setting}: the run's recipe is not DECODER_ONLY_RECIPE: {ran}")
-    lo, hi = ch08_grid_recipe()["grid"]["lengths"]
+    if record["recipe"]["benchmark"]["n_per_length"] != grid["n_per_length"]:
+        raise RuntimeError(f"seed {seed}, {setting}: scored on {record['recipe']['benchmark']['n_per_length']} "
+                           f"strings per length, not {grid['n_per_length']}")
+    lo, hi = grid["lengths"]
     exact = {str(n): record["exact_match"][str(n)] for n in range(lo, hi + 1)}
-    print(f"seed {seed}, {setting}: least {min(exact.values())} %, {record['train_cpu_seconds']} CPU s",
-          file=sys.stderr, flush=True)
+    print(f"seed {seed}, {setting}: least {min(exact.values())} %", file=sys.stderr, flush=True)
     return {"seed": seed, "setting": setting, "exact_match": exact, "least": min(exact.values()),
-            "train_cpu_seconds": record["train_cpu_seconds"], "torch_threads": record["torch_threads"]}
+            "n_per_length": record["recipe"]["benchmark"]["n_per_length"], "torch_threads": record["torch_threads"],
+            "cpu_capability": record["cpu_capability"]}
 
 
 def main() -> None:

@@ -628,9 +628,13 @@ def test_induction_experiment_takes_the_learners_one_layer_model(two_layer):
         model.attn = model.attn[:1]
         return model
 
-    result = run(cut_two_layer)
-    assert not result.passed and "one-layer model's forward pass raised" in result.message, result.message
-    assert "your copy_gain" not in result.message, result.message
+    for given in (cut_two_layer, cut_two_layer()):  # a function that returns the model, or the model itself
+        result = run(given)
+        assert not result.passed and "one-layer model's forward pass raised" in result.message, result.message
+        assert "your copy_gain" not in result.message and "(1, 23)" in result.message, result.message
+    # a model that runs on the checker's sequences passes the probe, whatever its max_len
+    short = AttentionOnly(24, d_model=16, n_heads=2, n_layers=1, max_len=23)
+    assert "forward pass" not in run(lambda: short).message
 
 
 def test_the_8_6_pass_line_is_masked_for_nbval_where_it_varies():

@@ -939,7 +939,8 @@ def test_alpha_changes_explains_a_wrong_prediction():
 
 
 @pytest.mark.parametrize("said,key", [("4, closer", "a few, closer"), ("0", "none"), ("6, closer", "a few, closer"),
-                                      ("9 of 12, further", "most, further"), ("7/12 closer", "most, closer")])
+                                      ("9 of 12, further", "most, further"), ("7/12 closer", "most, closer"),
+                                      ("4 of the 12, closer", "a few, closer")])
 def test_alpha_changes_reads_a_count_as_its_word(said, key):
     result = check_alpha_changes(said, changes_ref)
     assert result.passed and (f"({key!r})" in result.message or f"{key!r}, does not match" in result.message), \
@@ -947,7 +948,7 @@ def test_alpha_changes_reads_a_count_as_its_word(said, key):
 
 
 @pytest.mark.parametrize("said", ["longer, less probable", "a few", "a few, not closer", "most, closer or further",
-                                  "13, closer", "4 or 5, closer"])
+                                  "13, closer", "4 or 5, closer", "10%, closer", "30 %, further"])
 def test_alpha_changes_prediction_must_say_how_many_and_which_way(said):
     fails_with(check_alpha_changes(said, changes_ref), "not one of the choices", "'a few, closer'")
 

@@ -239,6 +239,9 @@ def test_the_reversal_grid_holds_what_chapter_8_says():
         assert sorted(one["exact_match"], key=int) == [str(n) for n in range(3, 11)], one
         assert one["least"] == min(one["exact_match"].values()) >= 99.5, one
         assert one["torch_threads"] == (2 if one["setting"] == "2 threads" else 1), one
+        assert one["n_per_length"] == grid["recipe"]["grid"]["n_per_length"] == 200, one
+        # the portable kernels were really in use, and only in their runs
+        assert (one["cpu_capability"] == "DEFAULT") == (one["setting"] == "portable kernels"), one
     assert grid["least"] == min(r["least"] for r in grid["runs"])
     printed = f"least over lengths 3-10 of all nine runs: {grid['least']} %"
     assert printed in (ROOT / "chapters" / "08_decoder_only.ipynb").read_text(), printed

@@ -623,12 +623,18 @@ def _copy_gain_mistakes(model: nn.Module, tokens: Tensor) -> dict[str, float]:
     }
 
 
-def _learner_one_layer(one_layer_model: Any) -> nn.Module | None:
-    """The learner's one-layer model: a model, or a function that trains and returns one (None: not given)."""
+def _learner_one_layer(one_layer_model: Any, probe: Tensor) -> nn.Module | None:
+    """The learner's one-layer model: a model, or a function that trains and returns one (None: not given).
+
+    ``probe`` (1, T): one of the checker's sequences, run through the model so that a model that cannot
+    run is named as such, not blamed on the learner's copy_gain.
+    """
     from ..induction import AttentionOnly
 
-    if one_layer_model is None or isinstance(one_layer_model, nn.Module):
-        return one_layer_model
+    if one_layer_model is None:
+        return None
+    if isinstance(one_layer_model, nn.Module):
+        return _runs_on(one_layer_model, probe)
     if not callable(one_layer_model):
         raise CheckFailed(f"one_layer_model must be your trained one-layer model or a function that returns it, got "
                           f"{describe(one_layer_model)}")
@@ -642,14 +648,18 @@ def _learner_one_layer(one_layer_model: Any) -> nn.Module | None:
                           f"{describe(model)}")
     if len(model.attn) != 1:
         raise CheckFailed(f"your one-layer model has {len(model.attn)} layers: change that one thing, n_layers=1.")
-    probe = torch.zeros(1, 24, dtype=torch.long)  # (1, 24): one sequence as long as the checker's
+    return _runs_on(model, probe)
+
+
+def _runs_on(model: nn.Module, probe: Tensor) -> nn.Module:
+    """``model``, after checking that its forward pass runs on ``probe`` (1, T), one of the checker's inputs."""
     try:
         with torch.no_grad():
             model(probe)
     except Exception as error:
-        raise CheckFailed(f"your one-layer model's forward pass raised {type(error).__name__}: {_one_line(error)}. "
-                          "Build it with reference_attention_only(n_layers=1) and train it, rather than cutting "
-                          "layers out of a trained model.") from None
+        raise CheckFailed(f"your one-layer model's forward pass raised {type(error).__name__}: {_one_line(error)} "
+                          f"(on one of the checker's sequences, {describe(probe)}). Build it with "
+                          "reference_attention_only(n_layers=1) and train it as the two-layer one.") from None
     return model
 
 
@@ -668,8 +678,8 @@ def check_induction_layers(fn: Callable[[nn.Module, Tensor], Any], prediction: A
     refuse_library(fn, (copy_losses, reference_copy_gain),
                    "take the per-position losses from per_position_loss(model, tokens) and average each copy "
                    "yourself.")
-    one_layer_model = _learner_one_layer(one_layer_model)
     tokens = repeated_sequences(256, 12, 24, torch.Generator().manual_seed(99))  # (256, 24)
+    one_layer_model = _learner_one_layer(one_layer_model, tokens[:1, :-1])  # (1, 23): what the model is fed
     models = {}
     for n_layers in (1, 2):
         given = two_layer_model if n_layers == 2 else one_layer_model

@@ -509,7 +509,7 @@ def _read_change_prediction(prediction: Any) -> str:
     if isinstance(said, str):
         words = re.findall(r"[a-z]+", said)
         how_many = [w for w in words if w in ("none", "few", "most")]
-        counts = re.findall(r"\d+", re.sub(r"(?:of|/)\s*12\b", "", said))  # "4 of 12": the count is 4
+        counts = re.findall(r"\d+(?![\d.]*\s*%)", re.sub(r"(?:of(?: the)?|/)\s*12\b", "", said))  # "4 of 12": 4
         if not how_many and len(counts) == 1 and int(counts[0]) <= len(CHANGE_NUMBERS):  # "4, closer": a count
             n = int(counts[0])
             how_many = ["none" if n == 0 else "few" if 2 * n <= len(CHANGE_NUMBERS) else "most"]
