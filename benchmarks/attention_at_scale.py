@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from course_utils.charlm import charlm_split  # noqa: E402
 from course_utils.flash import (  # noqa: E402
     interleaved_times,
     linear_attention,
@@ -50,7 +51,6 @@ from course_utils.runs.modern import (  # noqa: E402
     ATTENTION_AT_SCALE_RECIPE,
     GQA_UPTRAINING_FILE,
     GQA_UPTRAINING_RECIPE,
-    charlm_data,
     load_mha_charlm,
     run_uptraining,
     uptraining_curve,
@@ -119,7 +119,7 @@ def flash_part() -> dict:
 def gqa_part() -> dict:
     r = GQA_UPTRAINING_RECIPE
     torch.set_num_threads(r["threads"])
-    charlm, data = load_mha_charlm(), charlm_data()
+    charlm, data = load_mha_charlm(), charlm_split()
     rows = []
     for name, n_kv in r["kv_heads"].items():
         for seed in r["seeds"]:

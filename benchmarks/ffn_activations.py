@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from course_utils.modern import charlm_data
+from course_utils.charlm import charlm_split
 from course_utils.runs import machine_record, write_asset
 from course_utils.runs.ffn import FFN_ACTIVATIONS_FILE, FFN_ACTIVATIONS_RECIPE, run_activation
 
@@ -30,7 +30,7 @@ def main() -> None:
     recipe = FFN_ACTIVATIONS_RECIPE
     torch.set_num_threads(recipe["threads"])
     start = time.perf_counter()
-    data = charlm_data()
+    data = charlm_split()
     rows = []
     for seed in recipe["seeds"]:
         for name in recipe["activations"]:

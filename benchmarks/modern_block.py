@@ -29,8 +29,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from course_utils.charlm import charlm_split  # noqa: E402
 from course_utils.runs import machine_record, write_asset  # noqa: E402
-from course_utils.runs.modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE, charlm_data, run_variant  # noqa: E402
+from course_utils.runs.modern import MODERN_BLOCK_FILE, MODERN_BLOCK_RECIPE, run_variant  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +54,7 @@ def main() -> None:
         cpu_total = sum(r.pop("cpu_seconds") for r in rows)
     else:
         chosen = variants if not args.variants else [v.strip() for v in args.variants.split(",")]
-        data = charlm_data()
+        data = charlm_split()
         rows = []
         print(f"{'variant':<18} {'seed':>4} {'bits/char':>9} {'params':>8} {'CPU ms/step':>11}")
         for name in chosen:

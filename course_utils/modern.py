@@ -22,12 +22,12 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from .attention import MultiHeadAttention
-from .charlm import CharVocab, load_corpus, model_bits_per_char, train_val_ids
+from .charlm import model_bits_per_char
 from .ffn import SwiGLU, swiglu_hidden  # noqa: F401  (defined with the other FFNs; Chapter 11 imports them from here)
 from .flash import linear_attention
 from .gpt import DecoderOnly
 from .masks import causal_mask
-from .model import PositionwiseFeedForward
+from .model import PositionwiseFeedForward, init_weights
 from .norm import LayerNorm
 from .positional import SinusoidalPositionalEncoding, apply_rope, rope_tables
 from .sliding_window import sliding_window_mask
@@ -37,10 +37,10 @@ from .validate import (
     check_choice,
     check_float_tensor,
     check_int,
+    check_model_tokens,
     check_module,
     check_number,
     check_positive_int,
-    check_token_ids,
 )
 
 
@@ -165,18 +165,13 @@ class ModernLM(nn.Module):
             cos, sin = rope_tables(c.max_len, c.d_model // c.n_heads)
             self.register_buffer("rope_cos", cos, persistent=False)
             self.register_buffer("rope_sin", sin, persistent=False)
-        for p in self.parameters():  # as Chapter 8: Xavier matrices, embeddings N(0, 1/d_model)
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
-        nn.init.normal_(self.embedding.weight, std=c.d_model**-0.5)
+        init_weights(self, (self.embedding,), c.d_model)  # as Chapter 8: Xavier matrices, embeddings N(0, 1/d_model)
         self.output_projection.weight = self.embedding.weight  # tied, as in Chapter 8
 
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens (B, T) -> next-token logits (B, T, V)."""
-        check_token_ids("tokens", tokens, self.config.vocab_size)
+        check_model_tokens("tokens", tokens, self.config.vocab_size, self.config.max_len)
         T = tokens.shape[1]
-        if T > self.config.max_len:
-            raise ValueError(f"tokens has length {T}, beyond max_len={self.config.max_len}")
         x = self.embedding(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
         if self.pe is not None:
             x = self.pe(x)
@@ -189,12 +184,6 @@ class ModernLM(nn.Module):
             else:
                 x = block(x, mask, rope)
         return self.output_projection(self.final_norm(x))  # (B, T, V)
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of distinct trainable parameters (a tied matrix counts once). Chapter 11."""
-    check_module("model", model)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 # ---------------------------------------------------------------- MHA -> GQA by mean-pooling heads
@@ -248,15 +237,7 @@ def convert_to_gqa(model: DecoderOnly, n_kv_heads: int,
     return new
 
 
-# ---------------------------------------------------------------- data and scoring
-def charlm_data() -> tuple[CharVocab, Tensor, Tensor]:
-    """(vocabulary, training ids, validation ids) of the tiny Shakespeare character task (Chapter 8). Chapter 11."""
-    text = load_corpus()
-    vocab = CharVocab(text)
-    train_ids, val_ids = train_val_ids(text, vocab)
-    return vocab, train_ids, val_ids
-
-
+# ---------------------------------------------------------------- scoring
 def bits_per_char(model: nn.Module, val_ids: Tensor, block_size: int, max_windows: int) -> float:
     """Validation bits per character over consecutive blocks (Chapter 8's measure). Chapter 11."""
     check_module("model", model)

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor
 
+from .charlm import consecutive_windows
 from .gpt import DecoderOnly
 from .masks import causal_mask
 from .validate import check_bool_mask, check_positive_int, check_rank, check_token_ids
@@ -63,8 +64,7 @@ def windowed_bits_per_char(model: DecoderOnly, val_ids: Tensor, block_size: int,
         raise ValueError(f"val_ids must hold at least block_size + 1 = {block_size + 1} tokens, got {len(val_ids)}")
     model.eval()
     mask = causal_mask(block_size) if window is None else sliding_window_mask(block_size, window)
-    n = min(max_windows, (len(val_ids) - 1) // block_size)
-    idx = torch.arange(n)[:, None] * block_size + torch.arange(block_size)  # (n, T)
+    idx = consecutive_windows(len(val_ids), block_size, max_windows)  # (n, T), as Chapter 8 scores
     total = 0.0
     for chunk in idx.split(32):
         logits = masked_logits(model, val_ids[chunk], mask)  # (c, T, V)

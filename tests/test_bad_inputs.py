@@ -1085,7 +1085,6 @@ bad(I_, lambda: modern.ModernLMConfig(30, window=0), ValueError, "window must be
 bad(M_, lambda: modern.ModernLMConfig(30, window=4, attention="linear"), ValueError, "window must be None")
 bad(M_, lambda: modern.ModernLMConfig(30, checkpoint=1), TypeError, "checkpoint must be True or False")
 bad(Z_, lambda: modern.ModernLM(modern.ModernLMConfig(30))(torch.full((1, 4), 30)), ValueError, "tokens")
-bad(M_, lambda: modern.count_parameters("model"), TypeError, "model must be")
 bad(M_, lambda: runs_modern.uptrain(SMALL_GPT, IDS, seed=-1), ValueError, "seed must be")
 bad(N_, lambda: runs_modern.train_lm(SMALL_GPT, IDS, 1, float("inf"), 2, 8), ValueError, "lr must be")
 bad(M_, lambda: runs_modern.score("model", IDS), TypeError, "model must be")

@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from course_utils.charlm import charlm_split
 from course_utils.exercises.ch11_attention_at_scale import (
     PairTimer,
     check_linear_attention,
@@ -25,7 +26,7 @@ from course_utils.exercises.ch11_attention_at_scale import (
 from course_utils.flash import linear_attention, online_softmax_update, plain_attention
 from course_utils.gpt import DecoderOnly, DecoderOnlyConfig
 from course_utils.modern import convert_to_gqa
-from course_utils.runs.modern import UPTRAIN_RECIPE, charlm_data, uptrain
+from course_utils.runs.modern import UPTRAIN_RECIPE, uptrain
 
 
 @pytest.fixture(autouse=True)
@@ -333,7 +334,7 @@ def tiny():
 
 
 def tiny_charlm():
-    vocab, train_ids, val_ids = charlm_data()
+    vocab, train_ids, val_ids = charlm_split()
     torch.manual_seed(0)
     model = DecoderOnly(DecoderOnlyConfig(vocab_size=len(vocab), d_model=16, n_heads=4, d_ff=32, n_layers=1,
                                           max_len=128, norm_first=True)).eval()
@@ -401,7 +402,7 @@ def sweep_variant(kind):
 
 def sweep_outside(charlm, uptrain, score):
     """Uptrains with the book's uptrain on its own data, not with the checker's uptrain."""
-    _, train_ids, _ = charlm_data()
+    _, train_ids, _ = charlm_split()
     control, mqa = copy.deepcopy(charlm), convert_to_gqa(charlm, 1)
     lost = {0: score(mqa) - score(control)}
     uptrain_book = uptrain_of_the_book()

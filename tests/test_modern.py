@@ -14,11 +14,11 @@ from course_utils.modern import (
     RMSNorm,
     SwiGLU,
     convert_to_gqa,
-    count_parameters,
     mean_pool_kv,
     swiglu_hidden,
 )
 from course_utils.runs.modern import MODERN_BLOCK_RECIPE, load_modern_block_result
+from course_utils.utils import count_params
 
 
 def test_rmsnorm_equals_torch():
@@ -75,7 +75,7 @@ def test_rope_model_adds_no_position_table_and_no_parameters():
     kw = {"vocab_size": 7, "d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "max_len": 12}
     rope, sinusoidal = ModernLM(ModernLMConfig(**kw, positional="rope")), ModernLM(ModernLMConfig(**kw))
     assert rope.pe is None and sinusoidal.pe is not None
-    assert count_parameters(rope) == count_parameters(sinusoidal)
+    assert count_params(rope) == count_params(sinusoidal)
 
 
 def test_bad_config_names_the_argument():

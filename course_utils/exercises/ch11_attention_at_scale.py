@@ -609,11 +609,12 @@ def check_mqa_uptraining(prediction_fn: Callable[[], str], experiment: Callable[
     """
     import os
 
-    from ..runs.modern import UPTRAIN_RECIPE, charlm_data, load_mha_charlm
+    from ..charlm import charlm_split
+    from ..runs.modern import UPTRAIN_RECIPE, load_mha_charlm
 
     prediction = read_prediction(prediction_fn, MQA_PREDICTIONS)
     charlm = load_mha_charlm() if charlm is None else charlm
-    _, train_ids, val_ids = charlm_data() if data is None else data
+    _, train_ids, val_ids = charlm_split() if data is None else data
     seed = int.from_bytes(os.urandom(3), "little") if seed is None else seed
     limit = max_sweep_steps()
     lab = UptrainingLab(charlm, train_ids, val_ids, seed, limit)

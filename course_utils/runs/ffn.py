@@ -11,12 +11,13 @@ from typing import Any
 
 from torch import Tensor
 
-from ..charlm import CharVocab
+from ..charlm import CharVocab, charlm_split
 from ..ffn import swap_ffn_activation
-from ..modern import ModernLM, ModernLMConfig, bits_per_char, count_parameters
+from ..modern import ModernLM, ModernLMConfig, bits_per_char
+from ..utils import count_params
 from ..validate import check_choice, check_int
 from .core import load_asset, seeded
-from .modern import MODERN_BLOCK_RECIPE, charlm_data, train_lm
+from .modern import MODERN_BLOCK_RECIPE, train_lm
 
 FFN_ACTIVATIONS_FILE = "ffn_activations.json"
 
@@ -36,7 +37,7 @@ def run_activation(name: str, seed: int, recipe: dict[str, Any] | None = None,
     recipe = recipe or FFN_ACTIVATIONS_RECIPE
     check_choice("name", name, tuple(recipe["activations"]))
     seed = check_int("seed", seed, low=0)
-    vocab, train_ids, val_ids = data or charlm_data()
+    vocab, train_ids, val_ids = data or charlm_split()
     activation = recipe["activations"][name]
     seeded(seed)
     gated = activation in ("swiglu", "geglu")
@@ -46,7 +47,7 @@ def run_activation(name: str, seed: int, recipe: dict[str, Any] | None = None,
     cpu = train_lm(model, train_ids, t["steps"], t["lr"], recipe["batch_size"], recipe["block_size"],
                    seed=seed, warmup=t["warmup"], min_lr=t["min_lr"])
     bpc = bits_per_char(model, val_ids, recipe["block_size"], recipe["eval_windows"])
-    return {"activation": name, "seed": seed, "bits_per_char": round(bpc, 4), "parameters": count_parameters(model),
+    return {"activation": name, "seed": seed, "bits_per_char": round(bpc, 4), "parameters": count_params(model),
             "cpu_ms_per_step": round(1000 * cpu / t["steps"], 1)}
 
 

@@ -17,11 +17,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..charlm import CharVocab, lm_batch, lm_loss
+from ..charlm import CharVocab, charlm_split, lm_batch, lm_loss
 from ..gpt import DecoderOnly
-from ..modern import ModernLM, ModernLMConfig, bits_per_char, charlm_data, convert_to_gqa, count_parameters
+from ..modern import ModernLM, ModernLMConfig, bits_per_char, convert_to_gqa
 from ..norm import LayerNorm
 from ..training import TrainConfig, train
+from ..utils import count_params
 from ..validate import check_choice, check_int, check_module, check_number, check_positive_int, check_rank
 from .charlm import CHARLM_RECIPE, load_charlm
 from .core import load_asset, run
@@ -115,7 +116,7 @@ def run_variant(name: str, recipe: dict[str, Any] | None = None,
     """
     recipe = copy.deepcopy(recipe or MODERN_BLOCK_RECIPE)
     check_choice("name", name, tuple(recipe["variants"]))
-    vocab, train_ids, val_ids = data or charlm_data()
+    vocab, train_ids, val_ids = data or charlm_split()
     recipe["seed"] = recipe["seed"] if seed is None else check_int("seed", seed, low=0)
     B, T = recipe["batch_size"], recipe["block_size"]
     config = ModernLMConfig(vocab_size=len(vocab), **recipe["model"], **recipe["variants"][name])
@@ -125,7 +126,7 @@ def run_variant(name: str, recipe: dict[str, Any] | None = None,
     model: ModernLM = result.model  # type: ignore[assignment]  # runs.run returns the built model
     row = {"variant": name, "seed": recipe["seed"],
            "bits_per_char": round(bits_per_char(model, val_ids, T, recipe["eval_windows"]), 4),
-           "parameters": count_parameters(model),
+           "parameters": count_params(model),
            "cpu_ms_per_step": round(1000 * cpu / recipe["train"]["steps"], 1)}
     if recipe.get("eval_window") and config.window is None and config.attention == "softmax":
         model.config = replace(config, window=recipe["eval_window"])  # the same weights, scored under a window
@@ -197,7 +198,7 @@ def _converted(n_kv_heads: int, charlm: DecoderOnly | None, data: tuple[CharVoca
     if not isinstance(charlm, DecoderOnly):
         raise TypeError(f"charlm must be a DecoderOnly character LM, got {type(charlm).__name__}")
     n_kv = check_int("n_kv_heads", n_kv_heads, low=1, high=charlm.config.n_heads)
-    _, train_ids, val_ids = data or charlm_data()
+    _, train_ids, val_ids = data or charlm_split()
     model = copy.deepcopy(charlm) if n_kv == charlm.config.n_heads else convert_to_gqa(charlm, n_kv)
     return charlm, model, train_ids, val_ids
 

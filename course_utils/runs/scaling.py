@@ -11,9 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..charlm import lm_batch, lm_loss, model_bits_per_char
+from ..charlm import charlm_split, lm_batch, lm_loss, model_bits_per_char
 from ..gpt import DecoderOnly, DecoderOnlyConfig
-from ..modern import charlm_data
 from ..scaling import non_embedding_params, training_flops
 from ..utils import count_params
 from ..validate import check_bool, check_int
@@ -70,7 +69,7 @@ def run_size(size: dict[str, int], steps: int, recipe: Recipe | None = None, pro
     one = size_recipe(size, recipe)
     check_int("steps", steps, low=1)
     check_bool("progress", progress)
-    vocab, train_ids, val_ids = charlm_data()
+    vocab, train_ids, val_ids = charlm_split()
     B, T = one["batch_size"], one["block_size"]
     result = run(one, lambda r: DecoderOnly(DecoderOnlyConfig(vocab_size=len(vocab), **r["model"])),
                  lambda r, generator: lambda step: lm_batch(train_ids, B, T, generator),
