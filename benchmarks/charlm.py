@@ -27,6 +27,8 @@ seconds:
 | + peak lr 5e-3 decaying to 1e-4                                    | CPU       | 1.662 |
 | + SwiGLU FFN at the same weight count (``BENCHMARK_RECIPE``)        | CPU       | 1.639 |
 |   seed 1, the ReLU FFN against SwiGLU                              | CPU       | 1.687 / 1.660 |
+|   seeds 0 / 1 / 2, ReLU FFN (``--set model.ffn=relu``), idle       | wall      | 1.673 / 1.657 / 1.649 |
+|   seeds 0 / 1 / 2, SwiGLU (``BENCHMARK_RECIPE``), idle, same day    | wall      | 1.625 / 1.630 / 1.614 |
 | rejected: context 128 (at lr 3e-3 / 5e-3)                          | CPU       | 1.701 / 1.669 |
 | rejected: lr 8e-3 with 100 warm-up steps                           | CPU       | 1.675 |
 | rejected: batch 24 at lr 6e-3                                      | CPU       | 1.676 |
