@@ -17,7 +17,7 @@ from ..gpt import DecoderOnly, DecoderOnlyConfig
 from ..masks import causal_mask
 from ..model import EncoderBlock
 from ..sampling import top_k_filter, top_p_filter
-from .core import CheckFailed, _one_line, call_student, checker, describe, expect_close, expect_tensor, fail_on_mistake
+from .core import CheckFailed, call_student, checker, describe, expect_close, expect_tensor, fail_on_mistake
 from .experiment import Expected
 
 
@@ -655,11 +655,10 @@ def _runs_on(model: nn.Module, probe: Tensor) -> nn.Module:
     """``model``, after checking that its forward pass runs on ``probe`` (1, T), one of the checker's inputs."""
     try:
         with torch.no_grad():
-            model(probe)
-    except Exception as error:
-        raise CheckFailed(f"your one-layer model's forward pass raised {type(error).__name__}: {_one_line(error)} "
-                          f"(on one of the checker's sequences, {describe(probe)}). Build it with "
-                          "reference_attention_only(n_layers=1) and train it as the two-layer one.") from None
+            call_student(model, probe, what="your one-layer model's forward pass")
+    except CheckFailed as failure:
+        raise CheckFailed(f"{failure} Build it with reference_attention_only(n_layers=1) and train it as the "
+                          "two-layer one.") from None
     return model
 
 

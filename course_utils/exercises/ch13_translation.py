@@ -663,11 +663,12 @@ def _explain_break_even(text: str, got: float, at0: Winner, at2: Winner) -> None
     where = f"The alpha_star of {text!r}, {got:.4g},"
     call = ("call break_even_alpha(s, a, l, b) with s and a the log_prob and length of at_0, l and b those of at_2 "
             f"(here {s:.3f}, {a}, {l_:.3f}, {b})")
+    call_sentence = call[0].upper() + call[1:]  # the same advice as a sentence of its own
     if not math.isfinite(got):
         raise CheckFailed(f"{where} is not a finite number: {call}.")
     if same(-want):
         raise CheckFailed(f"{where} is negative: you swapped one pair only, the two lengths or the two "
-                          f"log-probabilities, so the longer output would win below it. {call[0].upper() + call[1:]}.")
+                          f"log-probabilities, so the longer output would win below it. {call_sentence}.")
     if same(2.0) or same(0.6):
         raise CheckFailed(f"{where} is an alpha you decode with, not the break-even alpha of the two winners, which "
                           f"follows from their lengths and log-probabilities: {call}.")
@@ -676,7 +677,7 @@ def _explain_break_even(text: str, got: float, at0: Winner, at2: Winner) -> None
                           "give break_even_alpha the log-probabilities, the penalty undone, as in your at_0 and at_2.")
     if same(_undefined(lambda: math.log(a / b) / math.log((5 + s) / (5 + l_)))):
         raise CheckFailed(f"{where} passes each winner as (length, log_prob): Exercise 13.3's order is "
-                          f"(log-probability, length) per hypothesis. {call[0].upper() + call[1:]}.")
+                          f"(log-probability, length) per hypothesis. {call_sentence}.")
     if same(_undefined(lambda: math.log(s / l_) / math.log(a / b))):
         raise CheckFailed(f"{where} is the break-even alpha of the penalty length ** alpha: your break_even_alpha "
                           "leaves out the 5 of ((5 + length) / 6) ** alpha (run Exercise 13.3's checker on it).")

@@ -56,11 +56,11 @@ REFERENCE_RECIPE: Recipe = {
 # exact match at length 10 sat at the edge (99.0 % for seed 0 on one thread here, 98.5 % on a
 # second machine). An FFN of width 256 costs 1.25x the CPU time per step, so 770 steps take less time
 # than those 1000 (0.96-0.98 of it: two runs of 300 steps of each, interleaved in one process), and
-# lengths drawn in proportion to length ("length_draw")
-# train the late positions of 10-letter strings more often at no cost (every batch is padded to its
-# longest string anyway). Together they hold >= 99.5 % at every length 3-10 for seeds 0-2 with 1
-# and 2 threads and with ATEN_CPU_CAPABILITY=default (200 test strings per length; the shipped
-# grid, `benchmarks/reversal_grid.py --write`). Chapter 6 keeps the uniform draw.
+# lengths drawn in proportion to length ("length_draw") train the late positions of 10-letter
+# strings more often at no cost (every batch is padded to its longest string anyway). Together they
+# hold >= 99.5 % at every length 3-10 for seeds 0-2 with 1 and 2 threads and with
+# ATEN_CPU_CAPABILITY=default (200 test strings per length; the shipped grid,
+# `benchmarks/reversal_grid.py --write`). Chapter 6 keeps the uniform draw.
 DECODER_ONLY_RECIPE: Recipe = {
     "model": {"d_model": 64, "n_heads": 4, "d_ff": 256, "n_layers": 4, "dropout": 0.0, "norm_first": True,
               "positional": "sinusoidal", "max_len": 64, "tie_embeddings": True, "fused_layer_norm": True},
