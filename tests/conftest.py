@@ -7,9 +7,23 @@ the same arguments gives the same weights.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import torch
+
+
+@pytest.fixture(autouse=True)
+def _autograd_is_left_on() -> Iterator[None]:
+    """Every test leaves autograd on. One that does not fails here, by name, and autograd is put
+    back, so that the tests after it do not all fail with "element 0 of tensors does not require
+    grad" (how a CI run once lost 168 tests to one cut ``with torch.no_grad():``)."""
+    yield
+    if not torch.is_grad_enabled():
+        torch.set_grad_enabled(True)
+        pytest.fail("this test left autograd off (torch.is_grad_enabled() was False after it): "
+                    "a torch.set_grad_enabled(False), or a `with torch.no_grad():` cut half-way")
 
 
 def stub(*args: Any, **kwargs: Any) -> Any:

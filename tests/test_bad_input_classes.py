@@ -34,6 +34,7 @@ import ast
 import importlib
 import inspect
 import math
+import os
 import pkgutil
 import re
 import signal
@@ -362,24 +363,66 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
-def call(fn: Callable[..., Any], kwargs: dict[str, Any], budget: float = BUDGET_S) -> tuple[str, BaseException | None]:
-    """("ok" | "raised" | "timeout", the exception) of ``fn(**kwargs)``, stopped after ``budget`` seconds."""
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, budget)
-    try:
-        with warnings.catch_warnings():
+class _GlobalState:
+    """What a call may leave changed in the process when the alarm cuts it: saved before, put back after.
+
+    The alarm is an exception raised wherever the call happens to be, also half-way through a
+    context manager's ``__enter__`` or ``__exit__``: then ``with torch.no_grad():`` never puts
+    autograd back on, and every later test that trains fails with "element 0 of tensors does not
+    require grad" (measured here: 49 of 500 alarms cutting a loop of ``@torch.no_grad()`` calls
+    left autograd off). Saved: autograd, torch's and NumPy's random state (``fork_rng``), NumPy's
+    error handling (``np.errstate``), matplotlib's settings (``rc_context``), the warning filters
+    and file descriptor 2 (the profiler's ``_quiet_stderr``).
+    """
+
+    def __init__(self) -> None:
+        self.grad = torch.is_grad_enabled()
+        self.torch_rng = torch.get_rng_state()
+        self.numpy_rng = np.random.get_state()
+        self.numpy_err = np.geterr()
+        self.rc = matplotlib.rcParams.copy()
+        self.filters = list(warnings.filters)
+        self.stderr = os.dup(2)
+
+    def restore(self) -> None:
+        torch.set_grad_enabled(self.grad)
+        torch.set_rng_state(self.torch_rng)
+        np.random.set_state(self.numpy_rng)
+        np.seterr(**self.numpy_err)
+        with warnings.catch_warnings():  # rcParams.update warns about deprecated keys it is handed back
             warnings.simplefilter("ignore")
-            fn(**kwargs)
-        return "ok", None
-    except _Timeout:
+            matplotlib.rcParams.update(self.rc)
+        warnings.filters[:] = self.filters
+        os.dup2(self.stderr, 2)
+        os.close(self.stderr)
+
+
+def call(fn: Callable[..., Any], kwargs: dict[str, Any], budget: float = BUDGET_S) -> tuple[str, BaseException | None]:
+    """("ok" | "raised" | "timeout", the exception) of ``fn(**kwargs)``, stopped after ``budget`` seconds.
+
+    The process is left as it was found, even when the alarm cut the call (:class:`_GlobalState`).
+    """
+    state = _GlobalState()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, budget)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn(**kwargs)
+            return "ok", None
+        except _Timeout:
+            return "timeout", None
+        except BaseException as error:  # noqa: BLE001  (SystemExit from a main() counts as obscure too)
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            return "raised", error
+    except _Timeout:  # the alarm landed after the call had ended, in the lines above
         return "timeout", None
-    except BaseException as error:  # noqa: BLE001  (SystemExit from a main() counts as obscure too)
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        return "raised", error
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        state.restore()
         plt.close("all")
 
 
@@ -506,6 +549,48 @@ def summary() -> dict[str, Any]:
         "class x callable pairs": len({(v.callable, v.cls) for v in results}),
         "outcomes": dict(Counter(v.outcome for v in results)),
     }
+
+
+def test_a_call_cut_by_the_alarm_leaves_the_process_as_it_was() -> None:
+    """Whatever the call changed before the alarm cut it is put back (see :class:`_GlobalState`)."""
+    seen_fd = os.fstat(2)
+    rng, rc, filters = torch.get_rng_state(), matplotlib.rcParams["lines.linewidth"], list(warnings.filters)
+
+    def changes_everything_then_hangs() -> None:
+        torch.set_grad_enabled(False)
+        torch.manual_seed(123)
+        np.seterr(all="raise")
+        matplotlib.rcParams["lines.linewidth"] = 9.0
+        warnings.filters.insert(0, ("error", None, Warning, None, 0))
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        while True:
+            pass
+
+    assert call(changes_everything_then_hangs, {}, budget=0.05) == ("timeout", None)
+    assert torch.is_grad_enabled()
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert np.geterr()["divide"] != "raise"
+    assert matplotlib.rcParams["lines.linewidth"] == rc
+    assert warnings.filters == filters
+    assert (os.fstat(2).st_dev, os.fstat(2).st_ino) == (seen_fd.st_dev, seen_fd.st_ino)
+
+
+def test_an_alarm_inside_no_grad_leaves_autograd_on() -> None:
+    """The failure that broke a CI run: an alarm landing in ``no_grad``'s own lines left autograd off."""
+    @torch.no_grad()
+    def tiny(x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+    def many_tiny_calls() -> None:
+        x = torch.zeros(3)
+        while True:
+            tiny(x)
+
+    for _ in range(200):  # about 1 alarm in 10 lands in no_grad's __enter__ or __exit__ without the fix
+        assert call(many_tiny_calls, {}, budget=0.003) == ("timeout", None)
+        assert torch.is_grad_enabled()
 
 
 def test_every_public_callable_is_found() -> None:
