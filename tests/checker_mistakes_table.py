@@ -1098,6 +1098,8 @@ wrong("8.4", c8.check_trigram_bits, "Add one", t8.trigram_unsmoothed)
 wrong("8.4", c8.check_trigram_bits, "training ids only", t8.trigram_on_val)
 wrong("8.4", c8.check_trigram_bits, "bigram baseline", t8.bigram_instead)
 wrong("8.4", c8.check_trigram_bits, "bigram p(c | b), scored on the same characters", t8.bigram_same_chars)
+wrong("8.4", c8.check_trigram_bits, "bigram p(c | b), in nats", t8.bigram_same_chars_nats)
+wrong("8.4", c8.check_trigram_bits, "bigram p(c | b) without smoothing", t8.bigram_same_chars_unsmoothed)
 wrong("8.4", c8.check_trigram_bits, "add V (not 1)", t8.trigram_plus_one)
 wrong("8.4", c8.check_trigram_bits, "middle character", t8.trigram_middle)
 right("8.4", c8.check_trigram_bits, t8.trigram_textbook)
@@ -1117,6 +1119,7 @@ wrong("8.4", c8.check_trigram_bits, "which is the answer", t8.trigram_library)
 wrong("8.4", c8.check_trigram_bits, "for three different test corpora", lambda t, v, V: 2.984)  # the number printed below
 right("8.6", t8.check_on_stand_ins, t8.gain_by_per_position, "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "uses course_utils' copy_losses", t8.gain_by_copy_losses, "two layers needed")
+wrong("8.6", t8.check_on_stand_ins, "uses course_utils' copy_losses", t8.gain_by_getattr, "two layers needed")
 wrong("8.6", t8.check_on_stand_ins, "uses course_utils' reference_copy_gain",
       __import__("course_utils.exercises.ch08_decoder_only").exercises.ch08_decoder_only.reference_copy_gain,
       "two layers needed")

@@ -356,6 +356,18 @@ def bigram_same_chars(train, val, V):
     return float(-torch.log2((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
 
 
+def bigram_same_chars_nats(train, val, V):
+    """The same bigram, in nats (natural log)."""
+    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + 1
+    return float(-torch.log((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
+
+
+def bigram_same_chars_unsmoothed(train, val, V):
+    """The same bigram without the added one (finite where every validation pair occurs in training)."""
+    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V)
+    return float(-torch.log2((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
+
+
 def trigram_on_val(train, val, V):
     return trigram_ok(val, val, V)
 
@@ -573,6 +585,14 @@ def gain_by_copy_losses(model, tokens):
     from course_utils.induction import copy_losses
 
     first, second = copy_losses(model, tokens)
+    return 1 - second / first
+
+
+def gain_by_getattr(model, tokens):
+    """The same, with the name spelled as a string: refused too."""
+    import course_utils.induction as induction
+
+    first, second = getattr(induction, "copy_losses")(model, tokens)  # noqa: B009  (the point of the row)
     return 1 - second / first
 
 

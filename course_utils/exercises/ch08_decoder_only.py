@@ -299,9 +299,13 @@ def _trigram_variant(train: Tensor, val: Tensor, V: int, kind: str) -> float:
     elif kind == "context_from_val":  # the context counts taken from the validation ids
         val_counts = torch.bincount((val[:-2] * V + val[1:-1]) * V + val[2:], minlength=V**3).double().view(V * V, V)
         p = (counts[a_b, c] + 1) / (val_counts.sum(dim=1)[a_b] + V)
-    elif kind == "bigram_same_chars":  # the bigram p(c | b), scored on the trigram's len(val) - 2 predictions
-        pairs = torch.bincount(pair(train), minlength=V * V).double().view(V, V) + 1  # (V, V): row = b
+    elif kind.startswith("bigram_same_chars"):  # the bigram p(c | b), scored on the len(val) - 2 predictions
+        # "_nats": and in nats; "_unsmoothed": and without the added one (a slip on top of the slip)
+        pairs = torch.bincount(pair(train), minlength=V * V).double().view(V, V)  # (V, V): row = b
+        pairs = pairs if kind.endswith("_unsmoothed") else pairs + 1
         p = (pairs / pairs.sum(dim=1, keepdim=True))[val[1:-1], c]
+        if kind.endswith("_nats"):
+            return float(-p.log().mean())
     elif kind == "log_of_mean":
         return float(-probs[a_b, c].mean().log2())
     elif kind == "sum":
@@ -335,6 +339,10 @@ def _trigram_mistakes(train: Tensor, val: Tensor, V: int) -> dict[str, float]:
             ngram_bits_per_char(train, val, 2, V, alpha=1.0),
         "That is the bigram p(c | b), scored on the same characters: condition on both previous characters, "
         "p(c | a, b).": variant("bigram_same_chars"),
+        "That is the bigram p(c | b), in nats, scored on the same characters: condition on both previous "
+        "characters, p(c | a, b), and take log base 2 for bits.": variant("bigram_same_chars_nats"),
+        "That is the bigram p(c | b) without smoothing, scored on the same characters: condition on both previous "
+        "characters, p(c | a, b), and add one to every count.": variant("bigram_same_chars_unsmoothed"),
         "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
         "add V (not 1) to the context's count.": variant("plus_one_denominator"),
         "Your probabilities do not sum to 1 over the next character: with one added to each of the V counts, "
