@@ -178,6 +178,24 @@ def test_shipped_baselines_used_chapter_6s_current_recipe():
     assert load_ablations()["recipe"]["baselines"] == FAST_RECIPE
 
 
+def test_chapter_10s_transformer_column_is_chapter_6s_shipped_model():
+    """Chapter 10 says its Transformer column is Chapter 6's checkpoint itself: the benchmark's seeded
+    run of the same recipe reproduces it. The checkpoint, scored as the benchmark scores (100 fresh
+    strings per length), gives the shipped column, and its last 50 losses the shipped final loss."""
+    from course_utils.evaluation import evaluate_by_length
+    from course_utils.runs.core import asset_path
+    from course_utils.runs.reversal import load_reversal_model
+
+    shipped = load_ablations()["baselines"]["transformer"]
+    checkpoint = torch.load(asset_path("reversal_transformer.pt"), weights_only=False)
+    losses = checkpoint["results"]["train_loss"]
+    assert round(sum(losses[-50:]) / 50, 4) == shipped["final_loss"]
+    torch.set_num_threads(1)
+    scores = evaluate_by_length(load_reversal_model(), range(3, 16), 100)
+    for n, r in scores.items():  # another CPU's numerics may flip a near-tie: one string in 100 each way
+        assert abs(100 * r["exact_match"] - shipped["exact_match"][str(n)]) <= 1.0, (n, r, shipped["exact_match"])
+
+
 def test_build_variant_without_feed_forward() -> None:
     """feed_forward=False: every block's FFN outputs zeros and has no parameters; the rest is unchanged."""
     import torch
