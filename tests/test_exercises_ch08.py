@@ -350,22 +350,20 @@ def trigram_unsmoothed(train, val, V):
     return float(-torch.log2(probs[val[:-2], val[1:-1], val[2:]]).mean())
 
 
-def bigram_same_chars(train, val, V):
+def bigram_same_chars(train, val, V, alpha=1, log=torch.log2):
     """A bigram p(c | b) scored on the trigram's predictions (val[2:] from val[1:-1])."""
-    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + 1
-    return float(-torch.log2((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
+    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + alpha
+    return float(-log((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
 
 
 def bigram_same_chars_nats(train, val, V):
     """The same bigram, in nats (natural log)."""
-    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + 1
-    return float(-torch.log((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
+    return bigram_same_chars(train, val, V, log=torch.log)
 
 
 def bigram_same_chars_unsmoothed(train, val, V):
     """The same bigram without the added one (finite where every validation pair occurs in training)."""
-    counts = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V)
-    return float(-torch.log2((counts / counts.sum(1, keepdim=True))[val[1:-1], val[2:]]).mean())
+    return bigram_same_chars(train, val, V, alpha=0)
 
 
 def trigram_on_val(train, val, V):

@@ -332,29 +332,22 @@ def expect_close(
     )
 
 
+def _code_objects(fn: Any) -> list[Any]:
+    """The code of the learner's function and of every function defined inside it."""
+    code = getattr(fn, "__code__", None)
+    stack = [code] if code is not None else []
+    found = []
+    while stack:
+        code = stack.pop()
+        found.append(code)
+        stack += [k for k in code.co_consts if hasattr(k, "co_names")]
+    return found
+
+
 def names_used(fn: Any) -> set[str]:
     """Global and attribute names the learner's function (and the functions defined inside it) refers to: a
     checker refuses the library function that is the answer when the learner calls it."""
-    code = getattr(fn, "__code__", None)
-    names: set[str] = set()
-    stack = [code] if code is not None else []
-    while stack:
-        c = stack.pop()
-        names |= set(c.co_names)
-        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
-    return names
-
-
-def _strings_used(fn: Any) -> set[str]:
-    """The string constants of the learner's function and of the functions defined inside it."""
-    code = getattr(fn, "__code__", None)
-    found: set[str] = set()
-    stack = [code] if code is not None else []
-    while stack:
-        c = stack.pop()
-        found |= {k for k in c.co_consts if isinstance(k, str)}
-        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
-    return found
+    return {name for code in _code_objects(fn) for name in code.co_names}
 
 
 def refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
@@ -366,7 +359,7 @@ def refuse_library(fn: Any, libraries: tuple[Any, ...], how: str) -> None:
     """
     names = names_used(fn)
     if "getattr" in names:  # getattr(induction, "copy_losses") spells the attribute as a string
-        names |= {s for s in _strings_used(fn) if s.isidentifier()}
+        names |= {k for code in _code_objects(fn) for k in code.co_consts if isinstance(k, str) and k.isidentifier()}
     g = getattr(fn, "__globals__", {})
     for lib in libraries:
         name = lib.__name__
